@@ -15,8 +15,10 @@
  *    integer (the last whitespace-separated field, when it is one). PATH is
  *    relative to the root or absolute inside it.
  *
- * Sorting is by bytes (strcmp), which equals Python's code-point order for
- * UTF-8 names. Sizes are 64-bit. Indices are 32-bit: at most 2^32 - 1 samples.
+ * Sorting is Python's str order: by code point, bytes that are not UTF-8
+ * counting as the surrogates U+DC80..U+DCFF os.fsdecode() makes of them; for
+ * UTF-8 names that is strcmp() order. Sizes are 64-bit. Indices are 32-bit:
+ * at most 2^32 - 1 samples.
  */
 #ifndef NOPFS_CATALOG_H
 #define NOPFS_CATALOG_H

@@ -118,6 +118,15 @@ double nopfs_model_write(const struct nopfs_model *model, uint64_t size)
 	return store > preprocess ? store : preprocess;
 }
 
+double nopfs_model_store(const struct nopfs_model *model, uint64_t size, unsigned int tier)
+{
+	if (tier >= model->tiers)
+		return INFINITY;
+	if (model->tier[tier].write.points == 0)
+		return 0;
+	return transfer_time(size, tier_thread_rate(&model->tier[tier], &model->tier[tier].write));
+}
+
 nopfs_source nopfs_model_best_source(const struct nopfs_model *model, uint64_t size, int local_tier,
                                      int peer_tier, double gamma, double *seconds)
 {

@@ -81,6 +81,14 @@ double nopfs_model_fetch_local(const struct nopfs_model *model, uint64_t size, u
 double nopfs_model_write(const struct nopfs_model *model, uint64_t size);
 
 /*
+ * Seconds to store @size bytes into the local tier @tier (index into tier[])
+ * at its per-thread write rate w_j(p_j) / p_j: what a prefetcher pays to keep
+ * a sample it fetched. 0 when the tier has no write curve (writes are not
+ * modeled, as in nopfs_model_write()), INFINITY for a tier that does not exist.
+ */
+double nopfs_model_store(const struct nopfs_model *model, uint64_t size, unsigned int tier);
+
+/*
  * The fastest source for a sample of @size bytes: @local_tier and @peer_tier
  * are the tiers holding it locally and on a peer, or -1 when absent. Ties
  * prefer local, then peer, then the PFS. *seconds (may be NULL) gets the time.

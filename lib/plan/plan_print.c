@@ -147,7 +147,7 @@ static void print_text(const struct plan_result *r, const struct policy_figures 
 	const struct plan_options *o = r->options;
 	const struct nopfs_placement_summary *s = &figures[0].summary;
 	uint64_t aggregate = 0;
-	char a[32], b[32];
+	char a[32], b[32], c[32];
 
 	for (uint32_t n = 0; n < r->layout->nodes; n++)
 		for (unsigned int t = 0; t < r->node_tiers[n].count; t++)
@@ -176,7 +176,7 @@ static void print_text(const struct plan_result *r, const struct policy_figures 
 			       nopfs_tier_kind_name(o->tiers.tier[t].kind), u.samples,
 			       nopfs_format_size(u.bytes, a, sizeof(a)), u.replica_samples,
 			       nopfs_format_size(u.replica_bytes, b, sizeof(b)),
-			       nopfs_format_size(r->node_tiers[n].capacity[t], a, sizeof(a)));
+			       nopfs_format_size(r->node_tiers[n].capacity[t], c, sizeof(c)));
 		}
 	}
 	printf("\npredicted reads over %" PRIu32 " epochs (shares of all reads)\n", o->epochs);

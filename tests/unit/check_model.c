@@ -103,6 +103,21 @@ START_TEST(fetch_cases)
 }
 END_TEST
 
+START_TEST(store_into_tier)
+{
+	struct nopfs_model m;
+	uint64_t s = 100000000; /* 100 MB */
+
+	lassen_model(&m);
+	/* No write curve: writes are not modeled. */
+	ck_assert(nopfs_model_store(&m, s, 0) == 0);
+	/* SSD written at 2 GB/s by 2 threads: 1 GB/s each. */
+	nopfs_curve_set(&m.tier[1].write, 2, 2000 * MB);
+	ck_assert(close_to(nopfs_model_store(&m, s, 1), 0.1));
+	ck_assert(isinf(nopfs_model_store(&m, s, 2)));
+}
+END_TEST
+
 START_TEST(best_source_prefers_fastest_then_local)
 {
 	struct nopfs_model m;
@@ -154,6 +169,7 @@ int main(void)
 	tcase_add_test(tc, curve_rejects_bad_points);
 	tcase_add_test(tc, curve_knee);
 	tcase_add_test(tc, fetch_cases);
+	tcase_add_test(tc, store_into_tier);
 	tcase_add_test(tc, best_source_prefers_fastest_then_local);
 	tcase_add_test(tc, tiers_sort_by_speed);
 	suite_add_tcase(suite, tc);
