@@ -1,0 +1,52 @@
+/* The agent: everything one node's daemon holds, and its phases. */
+#ifndef NOPFS_AGENT_AGENT_H
+#define NOPFS_AGENT_AGENT_H
+
+#include <jansson.h>
+#include <signal.h>
+
+#include "bench.h"
+#include "job.h"
+#include "options.h"
+#include "prefetch.h"
+#include "server.h"
+#include "stage.h"
+#include "stats.h"
+#include "tier.h"
+#include "watch.h"
+
+enum agent_phase {
+	PHASE_CATALOG,
+	PHASE_BENCHMARK,
+	PHASE_PLAN,
+	PHASE_TIERS,
+	PHASE_SERVE, /* from ready to the stop signal */
+	PHASE_DRAIN,
+	PHASES,
+};
+
+struct agent {
+	struct agent_options options;
+	struct job job;
+	struct bench_result bench;
+	struct nopfs_node_tiers node_tiers;
+	struct tier_set tiers;
+	struct prefetch prefetch;
+	struct stage stage;
+	struct watch watch;
+	struct server server;
+	struct agent_stats stats;
+	double phase_seconds[PHASES];
+	uint64_t started_ns;
+	char socket_path[4096];
+	char ready_path[4096];
+	bool made_runtime_dir, made_stage_dir;
+};
+
+/* The report (also the live STATS answer) as a new JSON object. */
+json_t *report_json(struct agent *agent);
+
+/* Write the report to options.report_path atomically. */
+nopfs_status report_write(struct agent *agent);
+
+#endif

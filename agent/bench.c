@@ -1,0 +1,360 @@
+/* The self-benchmark: configuration, time budget, threads, and the model. */
+#include "config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_internal.h"
+#include "log.h"
+#include "parallel.h"
+
+#define BENCH_IO_MAX    (UINT64_C(16) << 20)
+#define BENCH_RESERVE   0.05 /* of the budget, kept for cleaning up and caching */
+#define BENCH_MIN_SLICE 0.2  /* of a fair share: what a measurement gets at least */
+#define RAM_SHARES      1
+#define SSD_SHARES      2
+#define PFS_SHARES      2
+
+double bench_now(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+double bench_phase_next(struct bench_phase *phase)
+{
+	double now = bench_now();
+	double left = phase->end > now ? phase->end - now : 0;
+	unsigned int share = phase->measurements ? phase->measurements : 1;
+	double slice = left / share;
+
+	if (phase->measurements)
+		phase->measurements--;
+	return now + (slice > phase->min_slice ? slice : phase->min_slice);
+}
+
+/* Start a phase of @measurements worth @weight of the @shares left until @end. */
+static void phase_begin(struct bench_phase *phase, double end, unsigned int weight,
+                        unsigned int *shares, unsigned int measurements)
+{
+	double now = bench_now();
+	double left = end > now ? end - now : 0;
+
+	phase->end = now + left * weight / *shares;
+	phase->measurements = measurements;
+	*shares -= weight;
+}
+
+/* Debug: how a phase kept to its time box (seconds since @start). */
+static void phase_done(const char *name, const struct bench_phase *phase, double start)
+{
+	nopfs_debug("benchmark: %s done at %.3f s, its time box ended at %.3f s", name,
+	            bench_now() - start, phase->end - start);
+}
+
+bool bench_worker_continues(struct bench_worker *worker)
+{
+	return !atomic_load_explicit(worker->stop, memory_order_relaxed) &&
+	       bench_now() < worker->deadline;
+}
+
+void bench_worker_fail(struct bench_worker *worker, int error)
+{
+	worker->error = error ? error : EIO;
+	atomic_store(worker->stop, true);
+}
+
+int bench_workers_run(void (*work)(void *job), void *jobs, size_t job_size, unsigned int threads,
+                      double deadline, double *rate)
+{
+	atomic_bool stop = false;
+	uint64_t bytes = 0;
+	double start, elapsed;
+	int failed = -1;
+
+	for (unsigned int i = 0; i < threads; i++) {
+		struct bench_worker *worker = (void *)((char *)jobs + i * job_size);
+
+		worker->deadline = deadline;
+		worker->bytes = 0;
+		worker->error = 0;
+		worker->stop = &stop;
+	}
+	start = bench_now();
+	nopfs_parallel_run(work, jobs, job_size, threads);
+	elapsed = bench_now() - start;
+	for (unsigned int i = 0; i < threads; i++) {
+		struct bench_worker *worker = (void *)((char *)jobs + i * job_size);
+
+		bytes += worker->bytes;
+		if (worker->error && failed < 0)
+			failed = (int)i;
+		worker->stop = NULL;
+	}
+	*rate = elapsed > 0 ? (double)bytes / elapsed : 0;
+	return failed;
+}
+
+/* xorshift64*, seeded through splitmix64 so that nearby seeds diverge. */
+uint64_t bench_random_next(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * UINT64_C(0x2545F4914F6CDD1D);
+}
+
+uint64_t bench_random_seed(uint64_t seed, uint64_t stream)
+{
+	uint64_t z = seed + (stream + 1) * UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	z ^= z >> 31;
+	return z ? z : 1;
+}
+
+static nopfs_status check_config(const struct bench_config *config)
+{
+	if (!config->tiers) {
+		nopfs_error("benchmark: no tier list given");
+		return NOPFS_ERR_INVALID;
+	}
+	if (config->tiers->count > NOPFS_TIERS_MAX) {
+		nopfs_error("benchmark: %u tiers; accepted: at most %d", config->tiers->count,
+		            NOPFS_TIERS_MAX);
+		return NOPFS_ERR_INVALID;
+	}
+	if (!config->files && config->file_count) {
+		nopfs_error("benchmark: file_count %llu without a file list",
+		            (unsigned long long)config->file_count);
+		return NOPFS_ERR_INVALID;
+	}
+	if (config->mean_sample_size == 0) {
+		nopfs_error("benchmark: mean_sample_size 0; accepted: > 0 bytes");
+		return NOPFS_ERR_INVALID;
+	}
+	if (!isfinite(config->budget_seconds) || config->budget_seconds <= 0) {
+		nopfs_error("benchmark: budget_seconds %g; accepted: > 0", config->budget_seconds);
+		return NOPFS_ERR_INVALID;
+	}
+	if (config->max_threads < 1 || config->max_threads > BENCH_THREADS_MAX) {
+		nopfs_error("benchmark: max_threads %u; accepted: 1 to %d", config->max_threads,
+		            BENCH_THREADS_MAX);
+		return NOPFS_ERR_INVALID;
+	}
+	if (config->cache_dir && isnan(config->max_age_seconds)) {
+		nopfs_error("benchmark: max_age_seconds is not a number");
+		return NOPFS_ERR_INVALID;
+	}
+	return NOPFS_OK;
+}
+
+static void plan_init(const struct bench_config *config, struct bench_plan *plan)
+{
+	uint64_t io =
+	        config->mean_sample_size < BENCH_IO_MAX ? config->mean_sample_size : BENCH_IO_MAX;
+
+	memset(plan, 0, sizeof(*plan));
+	for (unsigned int t = 1; t < config->max_threads; t *= 2)
+		plan->threads[plan->points++] = t;
+	plan->threads[plan->points++] = config->max_threads;
+	plan->max_threads = config->max_threads;
+	plan->io_size = (io + BENCH_IO_ALIGN - 1) / BENCH_IO_ALIGN * BENCH_IO_ALIGN;
+	plan->seed = config->seed;
+}
+
+/* Every ssd directory must exist before any time is spent. */
+static nopfs_status check_ssd_dirs(const struct nopfs_tier_list *tiers)
+{
+	struct stat st;
+
+	for (unsigned int i = 0; i < tiers->count; i++) {
+		const char *dir = tiers->tier[i].path;
+
+		if (tiers->tier[i].kind != NOPFS_TIER_SSD)
+			continue;
+		if (stat(dir, &st) != 0) {
+			nopfs_error("ssd tier directory '%s': %m", dir);
+			return nopfs_status_from_errno(errno);
+		}
+		if (!S_ISDIR(st.st_mode)) {
+			nopfs_error("ssd tier directory '%s' is not a directory", dir);
+			return NOPFS_ERR_NOT_FOUND;
+		}
+	}
+	return NOPFS_OK;
+}
+
+/* The fields every result has, measured or cached: host and ssd paths. */
+static nopfs_status result_init(const struct nopfs_tier_list *tiers, struct bench_result *result)
+{
+	memset(result, 0, sizeof(*result));
+	if (gethostname(result->host, sizeof(result->host) - 1) != 0) {
+		nopfs_error("benchmark: cannot get the host name: %m");
+		return nopfs_status_from_errno(errno);
+	}
+	for (unsigned int i = 0; i < tiers->count; i++) {
+		if (tiers->tier[i].kind != NOPFS_TIER_SSD)
+			continue;
+		memcpy(result->ssd[result->ssd_count].path, tiers->tier[i].path,
+		       sizeof(result->ssd[0].path));
+		result->ssd_count++;
+	}
+	return NOPFS_OK;
+}
+
+/* The knee of @curve as a thread count in 1..@max; 0 for an empty curve. */
+static unsigned int knee(const struct nopfs_curve *curve, unsigned int max)
+{
+	double x = nopfs_curve_knee(curve, BENCH_KNEE);
+
+	if (curve->points == 0)
+		return 0;
+	if (x < 1)
+		return 1;
+	return x > max ? max : (unsigned int)x;
+}
+
+static nopfs_status measure(const struct bench_config *config, const struct bench_plan *plan,
+                            struct bench_result *result)
+{
+	double start = bench_now();
+	double end = start + config->budget_seconds * (1 - BENCH_RESERVE);
+	unsigned int shares = RAM_SHARES + SSD_SHARES * result->ssd_count;
+	struct bench_closer closer = { .closing = NULL };
+	nopfs_status status = NOPFS_OK;
+	struct bench_phase phase;
+
+	if (config->file_count)
+		shares += PFS_SHARES;
+	/*
+	 * A share holds one measurement per thread count, as the phases do.
+	 * SSDs go first: their scratch files are closed while RAM and the PFS
+	 * are measured.
+	 */
+	phase.min_slice = BENCH_MIN_SLICE * (end - start) / (shares * plan->points);
+	for (unsigned int k = 0; k < result->ssd_count; k++) {
+		struct bench_ssd *ssd = &result->ssd[k];
+
+		phase_begin(&phase, end, SSD_SHARES, &shares, 2 * plan->points);
+		status = bench_ssd_measure(plan, &phase, ssd, &closer);
+		if (status)
+			goto out_close;
+		phase_done(ssd->path, &phase, start);
+		ssd->threads = knee(&ssd->read, plan->max_threads);
+	}
+	bench_closer_start(&closer);
+	phase_begin(&phase, end, RAM_SHARES, &shares, plan->points);
+	status = bench_ram_measure(plan, &phase, &result->ram_copy);
+	if (status)
+		goto out_close;
+	phase_done("RAM", &phase, start);
+	result->ram_threads = knee(&result->ram_copy, plan->max_threads);
+	if (config->file_count) {
+		phase_begin(&phase, end, PFS_SHARES, &shares, plan->points);
+		status = bench_pfs_measure(config, plan, &phase, &result->pfs_read,
+		                           &result->pfs_bytes_read);
+		if (status)
+			goto out_close;
+		phase_done("PFS", &phase, start);
+		result->pfs_threads = knee(&result->pfs_read, plan->max_threads);
+	}
+	result->io_size = plan->io_size;
+
+out_close:
+	bench_closer_finish(&closer, start + config->budget_seconds);
+	if (status)
+		return status;
+	result->seconds = bench_now() - start;
+	nopfs_info("benchmark took %.2f s (budget %.2f s)", result->seconds,
+	           config->budget_seconds);
+	return NOPFS_OK;
+}
+
+nopfs_status bench_run(const struct bench_config *config, struct bench_result *result)
+{
+	struct bench_result fresh;
+	struct bench_plan plan;
+	json_t *key = NULL;
+	nopfs_status status;
+
+	status = check_config(config);
+	if (status)
+		return status;
+	status = check_ssd_dirs(config->tiers);
+	if (status)
+		return status;
+	plan_init(config, &plan);
+	status = result_init(config->tiers, &fresh);
+	if (status)
+		return status;
+	if (config->cache_dir) {
+		key = bench_cache_key(config, fresh.host, &plan);
+		if (!key)
+			nopfs_warning("cannot make a benchmark cache key (out of memory, or a "
+			              "path that is not UTF-8); not caching");
+		else if (bench_cache_load(config->cache_dir, key, config->max_age_seconds, &plan,
+		                          &fresh))
+			goto out_done;
+	}
+	status = measure(config, &plan, &fresh);
+	if (status)
+		goto out_put_key;
+	if (key)
+		bench_cache_store(config->cache_dir, key, &fresh);
+out_done:
+	*result = fresh;
+out_put_key:
+	json_decref(key);
+	return status;
+}
+
+static double curve_max(const struct nopfs_curve *curve)
+{
+	double best = 0;
+
+	for (unsigned int i = 0; i < curve->points; i++)
+		if (curve->y[i] > best)
+			best = curve->y[i];
+	return best;
+}
+
+void bench_fill_model(const struct bench_result *result, const struct nopfs_tier_list *tiers,
+                      struct nopfs_model *model)
+{
+	unsigned int count = tiers->count < NOPFS_MODEL_TIERS ? tiers->count : NOPFS_MODEL_TIERS;
+	unsigned int ssd = 0;
+
+	for (unsigned int i = 0; i < count; i++) {
+		struct nopfs_tier_model *tier = &model->tier[i];
+
+		if (tiers->tier[i].kind == NOPFS_TIER_RAM) {
+			tier->read = result->ram_copy;
+			tier->write = result->ram_copy;
+			tier->threads = result->ram_threads;
+		} else if (ssd < result->ssd_count) {
+			tier->read = result->ssd[ssd].read;
+			tier->write = result->ssd[ssd].write;
+			tier->threads = result->ssd[ssd].threads;
+			ssd++;
+		}
+	}
+	model->tiers = count;
+	model->staging.read = result->ram_copy;
+	model->staging.write = result->ram_copy;
+	model->staging.threads = result->ram_threads;
+	if (result->pfs_read.points) {
+		model->pfs = result->pfs_read;
+		model->pfs_client_limit = curve_max(&result->pfs_read);
+	}
+}

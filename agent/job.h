@@ -1,0 +1,60 @@
+/*
+ * The job as this agent sees it: the catalog, the sampler of the training
+ * step, the task layout over the nodes, and the placement computed from them.
+ * Built so that a node list from PMIx slots in: in standalone mode this node
+ * is node 0 and the ranks it does not run live on one other, tier-less node.
+ */
+#ifndef NOPFS_AGENT_JOB_H
+#define NOPFS_AGENT_JOB_H
+
+#include <stdint.h>
+
+#include "catalog.h"
+#include "layout.h"
+#include "options.h"
+#include "placement.h"
+#include "sampler.h"
+#include "stats.h"
+
+struct job {
+	struct nopfs_catalog *catalog;
+	struct nopfs_sampler sampler; /* count and world size filled in */
+	uint32_t epochs;
+	uint64_t per_rank; /* samples per rank per epoch */
+	uint64_t dataset_bytes;
+	uint64_t max_sample_size;
+	uint32_t node; /* this node */
+	struct nopfs_layout *layout;
+	struct nopfs_node_tiers *node_tiers; /* layout->nodes entries */
+	struct nopfs_placement *placement;   /* scope: this node */
+	const uint32_t *local_ranks;
+	uint32_t local_rank_count;
+	double catalog_seconds, plan_seconds;
+	bool catalog_from_cache;
+};
+
+/* Load (or build) the catalog and fill the sampler. */
+nopfs_status job_load_catalog(struct job *job, const struct agent_options *options);
+
+/*
+ * Lay out the ranks and compute the placement with this node's tier
+ * capacities @tiers (fastest first). Logs the plan's figures.
+ */
+nopfs_status job_plan(struct job *job, const struct agent_options *options,
+                      const struct nopfs_node_tiers *tiers);
+
+/* Whether @rank runs on this node. */
+bool job_is_local_rank(const struct job *job, uint32_t rank);
+
+/*
+ * The global step (epoch * per_rank + position / world size) at which each
+ * of @samples is first read by any rank: the order in which tiers are filled
+ * so that a sample is there before anyone needs it. Replays epochs until all
+ * are found; samples never read get UINT64_MAX.
+ */
+nopfs_status job_first_steps(const struct job *job, const uint32_t *samples, uint64_t count,
+                             uint64_t *steps);
+
+void job_fini(struct job *job);
+
+#endif

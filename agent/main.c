@@ -1,0 +1,385 @@
+/*
+ * nopfs-agent: one per node per job. Loads the catalog, measures the node,
+ * plans, fills its tiers and stages each local rank's next samples while
+ * serving the node's tasks; on SIGTERM it drains and writes its report.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "log.h"
+#include "pfs.h"
+#include "runtime.h"
+#include "timing.h"
+
+/* ------------------------------------------------------------------------
+ * Signals: handlers only set flags; main() waits for them.
+ */
+
+static volatile sig_atomic_t stop_requested;
+static volatile sig_atomic_t report_requested;
+
+static void on_stop(int signal_number)
+{
+	stop_requested = signal_number;
+}
+
+static void on_report(int signal_number)
+{
+	report_requested = 1;
+}
+
+/* Block the signals we wait for (threads inherit the mask) and install flags. */
+static nopfs_status signals_setup(sigset_t *wait_mask)
+{
+	struct sigaction stop = { .sa_handler = on_stop }, report = { .sa_handler = on_report },
+	                 ignore = { .sa_handler = SIG_IGN };
+	sigset_t blocked;
+
+	sigemptyset(&blocked);
+	sigaddset(&blocked, SIGTERM);
+	sigaddset(&blocked, SIGINT);
+	sigaddset(&blocked, SIGHUP);
+	sigaddset(&blocked, SIGUSR1);
+	if (pthread_sigmask(SIG_BLOCK, &blocked, wait_mask) != 0 ||
+	    sigaction(SIGTERM, &stop, NULL) != 0 || sigaction(SIGINT, &stop, NULL) != 0 ||
+	    sigaction(SIGHUP, &stop, NULL) != 0 || sigaction(SIGUSR1, &report, NULL) != 0 ||
+	    sigaction(SIGPIPE, &ignore, NULL) != 0) {
+		nopfs_error("cannot set up signal handling: %m");
+		return NOPFS_ERR_INTERNAL;
+	}
+	return NOPFS_OK;
+}
+
+/* ------------------------------------------------------------------------
+ * The log: a file when --log is given.
+ */
+
+static FILE *log_file;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void log_to_file(nopfs_log_level level, const char *message, void *arg)
+{
+	static const char *const names[] = { "error", "warning", "info", "debug" };
+	struct timespec now;
+	struct tm local;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	localtime_r(&now.tv_sec, &local);
+	pthread_mutex_lock(&log_lock);
+	fprintf(log_file, "%04d-%02d-%02d %02d:%02d:%02d.%03ld [%ld] %s: %s\n",
+	        local.tm_year + 1900, local.tm_mon + 1, local.tm_mday, local.tm_hour, local.tm_min,
+	        local.tm_sec, now.tv_nsec / 1000000, (long)getpid(), names[level], message);
+	fflush(log_file);
+	pthread_mutex_unlock(&log_lock);
+}
+
+static nopfs_status log_open(const struct agent_options *options)
+{
+	nopfs_log_level level = options->verbose ? NOPFS_LOG_DEBUG : NOPFS_LOG_INFO;
+
+	if (options->log_path[0] == '\0') {
+		nopfs_log_set_sink(NULL, NULL, level);
+		return NOPFS_OK;
+	}
+	log_file = fopen(options->log_path, "ae");
+	if (!log_file) {
+		nopfs_error("--log: cannot open '%s': %m", options->log_path);
+		return NOPFS_ERR_IO;
+	}
+	nopfs_log_set_sink(log_to_file, NULL, level);
+	return NOPFS_OK;
+}
+
+static void log_close(void)
+{
+	nopfs_log_set_sink(NULL, NULL, NOPFS_LOG_INFO);
+	if (log_file)
+		fclose(log_file);
+	log_file = NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Runtime directories: private to the job user.
+ */
+
+static nopfs_status make_private_dir(const char *path, const char *what, bool *made)
+{
+	struct stat st;
+
+	*made = false;
+	if (mkdir(path, 0700) == 0) {
+		*made = true;
+		return NOPFS_OK;
+	}
+	if (errno != EEXIST) {
+		nopfs_error("%s '%s': cannot create: %m", what, path);
+		return nopfs_status_from_errno(errno);
+	}
+	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		nopfs_error("%s '%s' exists but is not a private (0700) directory of uid %ld", what,
+		            path, (long)geteuid());
+		return NOPFS_ERR_PERMISSION;
+	}
+	return NOPFS_OK;
+}
+
+/* Remove the files we put in the stage directory, then the directory. */
+static void remove_stage_dir(const char *path)
+{
+	char entry_path[4200];
+	DIR *dir = opendir(path);
+	struct dirent *entry;
+
+	if (!dir)
+		return;
+	while ((entry = readdir(dir))) {
+		if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
+			continue;
+		if (snprintf(entry_path, sizeof(entry_path), "%s/%s", path, entry->d_name) <
+		    (int)sizeof(entry_path))
+			unlink(entry_path);
+	}
+	closedir(dir);
+	rmdir(path);
+}
+
+/* ------------------------------------------------------------------------
+ * Phases.
+ */
+
+/* Tier capacities of this node: ram:N% is a share of its memory. */
+static void resolve_tiers(struct agent *agent)
+{
+	const struct nopfs_tier_list *specs = &agent->options.tiers;
+	double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+
+	agent->node_tiers.count = specs->count;
+	for (unsigned int t = 0; t < specs->count; t++)
+		agent->node_tiers.capacity[t] =
+		        specs->tier[t].is_percent
+		                ? (uint64_t)(memory * specs->tier[t].percent / 100)
+		                : specs->tier[t].capacity;
+}
+
+/* Measure the tiers and the PFS on a spread of the dataset's files. */
+static nopfs_status phase_benchmark(struct agent *agent)
+{
+	enum { PROBES = 64 };
+	const struct job *job = &agent->job;
+	uint64_t count = job->sampler.count < PROBES ? job->sampler.count : PROBES;
+	struct bench_file files[PROBES];
+	char paths[PROBES][4096];
+	struct bench_config config = {
+		.tiers = &agent->options.tiers,
+		.files = files,
+		.file_count = count,
+		.mean_sample_size = job->dataset_bytes / job->sampler.count,
+		.budget_seconds = agent->options.bench_budget,
+		.max_threads = 8,
+		.cache_dir = agent->options.bench_cache[0] ? agent->options.bench_cache : NULL,
+		.max_age_seconds = agent->options.bench_max_age,
+		.seed = 1,
+		.dataset_root = agent->options.dataset_root,
+	};
+	nopfs_status status;
+
+	if (config.mean_sample_size == 0)
+		config.mean_sample_size = 1;
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t sample = i * job->sampler.count / count;
+
+		status = pfs_sample_path(job->catalog, sample, paths[i], sizeof(paths[i]));
+		if (status != NOPFS_OK)
+			return status;
+		files[i] = (struct bench_file){ .path = paths[i],
+			                        .size = nopfs_catalog_size(job->catalog, sample) };
+	}
+	if (agent->options.bench_budget <= 0)
+		return NOPFS_OK; /* measuring disabled: tiers keep one thread each */
+	status = bench_run(&config, &agent->bench);
+	if (status != NOPFS_OK)
+		return status;
+	agent_count(&agent->stats.pfs_read, agent->bench.pfs_bytes_read);
+	agent->stats.bench_pfs_read.bytes = agent->bench.pfs_bytes_read;
+	nopfs_info("benchmark: %s in %.2f s", agent->bench.from_cache ? "from cache" : "measured",
+	           agent->bench.seconds);
+	return NOPFS_OK;
+}
+
+/* Prefetch threads per tier: what the PFS and the tier's writes can use. */
+static void choose_threads(struct agent *agent)
+{
+	struct nopfs_model model = { .tiers = agent->options.tiers.count };
+
+	if (agent->options.bench_budget <= 0)
+		return;
+	bench_fill_model(&agent->bench, &agent->options.tiers, &model);
+	for (unsigned int t = 0; t < agent->tiers.count; t++) {
+		unsigned int threads = agent->bench.pfs_threads ? agent->bench.pfs_threads : 1;
+
+		if (model.tier[t].threads && model.tier[t].threads < threads)
+			threads = model.tier[t].threads;
+		agent->tiers.tier[t].threads = threads;
+	}
+}
+
+static json_t *live_stats(void *arg)
+{
+	struct agent *agent = arg;
+	json_t *report = report_json(agent);
+
+	if (report)
+		json_object_set_new(report, "ranks", stage_progress_json(&agent->stage));
+	return report;
+}
+
+static nopfs_status write_ready_file(struct agent *agent)
+{
+	char temporary[4200];
+	FILE *out;
+
+	snprintf(temporary, sizeof(temporary), "%s.tmp", agent->ready_path);
+	out = fopen(temporary, "we");
+	if (!out) {
+		nopfs_error("cannot write '%s': %m", temporary);
+		return NOPFS_ERR_IO;
+	}
+	fprintf(out, "%ld\n", (long)getpid());
+	if (fclose(out) != 0 || rename(temporary, agent->ready_path) != 0) {
+		nopfs_error("cannot publish '%s': %m", agent->ready_path);
+		return NOPFS_ERR_IO;
+	}
+	return NOPFS_OK;
+}
+
+/* Serve until a stop signal; SIGUSR1 writes the report on the way. */
+static void wait_for_stop(struct agent *agent, const sigset_t *wait_mask)
+{
+	while (!stop_requested) {
+		sigsuspend(wait_mask);
+		if (report_requested) {
+			report_requested = 0;
+			report_write(agent);
+		}
+	}
+	nopfs_info("signal %d: draining", (int)stop_requested);
+}
+
+static double phase_end(uint64_t *started)
+{
+	uint64_t now = now_ns();
+	double seconds = (double)(now - *started) / 1e9;
+
+	*started = now;
+	return seconds;
+}
+
+static struct agent agent;
+
+int main(int argc, char **argv)
+{
+	struct agent_options *options = &agent.options;
+	sigset_t wait_mask;
+	uint64_t clock;
+	nopfs_status status;
+	int rc = 1;
+
+	status = agent_options_parse(argc, argv, options);
+	if (status != NOPFS_OK)
+		return status == NOPFS_ERR_EMPTY ? 0 : 2;
+	if (log_open(options) != NOPFS_OK)
+		goto out_options;
+	if (signals_setup(&wait_mask) != NOPFS_OK)
+		goto out_log;
+	agent.started_ns = clock = now_ns();
+	if (snprintf(agent.socket_path, sizeof(agent.socket_path), "%s/agent.sock",
+	             options->runtime_dir) >= (int)sizeof(agent.socket_path) ||
+	    snprintf(agent.ready_path, sizeof(agent.ready_path), "%s/ready",
+	             options->runtime_dir) >= (int)sizeof(agent.ready_path)) {
+		nopfs_error("--runtime-dir '%s' is too long", options->runtime_dir);
+		goto out_log;
+	}
+	if (make_private_dir(options->runtime_dir, "--runtime-dir", &agent.made_runtime_dir) ||
+	    make_private_dir(options->stage_dir, "--stage-dir", &agent.made_stage_dir))
+		goto out_dirs;
+
+	if (job_load_catalog(&agent.job, options) != NOPFS_OK)
+		goto out_dirs;
+	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
+	if (phase_benchmark(&agent) != NOPFS_OK)
+		goto out_job;
+	agent.phase_seconds[PHASE_BENCHMARK] = phase_end(&clock);
+	resolve_tiers(&agent);
+	if (job_plan(&agent.job, options, &agent.node_tiers) != NOPFS_OK)
+		goto out_job;
+	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
+	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
+	                    options->job_id) != NOPFS_OK)
+		goto out_job;
+	choose_threads(&agent);
+	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
+
+	if (stage_init(&agent.stage, &agent.job, &agent.tiers, &agent.stats, options->stage_dir,
+	               options->stage_window, options->serve_timeout_ms) != NOPFS_OK)
+		goto out_stage;
+	if (watch_start(&agent.watch, &agent.stage, options->stage_dir) != NOPFS_OK)
+		goto out_stage;
+	if (stage_start(&agent.stage, options->stage_threads) != NOPFS_OK)
+		goto out_watch;
+	if (prefetch_start(&agent.prefetch, &agent.tiers, agent.job.catalog,
+	                   agent.job.max_sample_size, &agent.stats) != NOPFS_OK)
+		goto out_watch;
+	if (server_start(&agent.server, agent.socket_path, &agent.stage, &agent.stats, live_stats,
+	                 &agent) != NOPFS_OK)
+		goto out_prefetch;
+	if (write_ready_file(&agent) != NOPFS_OK)
+		goto out_server;
+	nopfs_info("ready in %.2f s: serving %" PRIu32 " local ranks on %s",
+	           (double)(now_ns() - agent.started_ns) / 1e9, agent.job.local_rank_count,
+	           agent.socket_path);
+
+	wait_for_stop(&agent, &wait_mask);
+	agent.phase_seconds[PHASE_SERVE] = phase_end(&clock);
+	unlink(agent.ready_path);
+	stage_shutdown(&agent.stage);
+	rc = 0;
+
+out_server:
+	server_stop(&agent.server);
+out_prefetch:
+	prefetch_stop(&agent.prefetch);
+out_watch:
+	watch_stop(&agent.watch);
+out_stage:
+	stage_fini(&agent.stage);
+	agent.phase_seconds[PHASE_DRAIN] = phase_end(&clock);
+	if (agent.job.catalog && report_write(&agent) != NOPFS_OK)
+		rc = 1;
+	tier_set_destroy(&agent.tiers);
+out_job:
+	job_fini(&agent.job);
+out_dirs:
+	unlink(agent.ready_path);
+	if (agent.made_stage_dir)
+		remove_stage_dir(options->stage_dir);
+	if (agent.made_runtime_dir && options->report_path[0] &&
+	    strncmp(options->report_path, options->runtime_dir, strlen(options->runtime_dir)) != 0)
+		rmdir(options->runtime_dir);
+out_log:
+	log_close();
+out_options:
+	agent_options_fini(options);
+	return rc;
+}

@@ -1,0 +1,49 @@
+/* The agent's configuration: its command line, parsed into a plain struct. */
+#ifndef NOPFS_AGENT_OPTIONS_H
+#define NOPFS_AGENT_OPTIONS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "catalog.h"
+#include "sampler.h"
+#include "status.h"
+#include "tierspec.h"
+
+struct agent_options {
+	struct nopfs_catalog_options catalog;
+	char dataset_root[PATH_MAX];
+	char list_path[PATH_MAX];
+	char extensions[1024];
+	char catalog_cache[PATH_MAX];
+	struct nopfs_sampler sampler; /* seed, drop_last, shuffle, world size */
+	uint32_t epochs;
+	uint32_t *local_ranks; /* this node's ranks, sorted */
+	uint32_t local_rank_count;
+	struct nopfs_tier_list tiers;
+	char job_id[64];
+	char runtime_dir[PATH_MAX]; /* socket, ready file; 0700 */
+	char stage_dir[PATH_MAX];   /* tmpfs: staged copies and the RAM tier; 0700 */
+	char report_path[PATH_MAX];
+	char log_path[PATH_MAX]; /* empty: stderr */
+	bool verbose;
+	double bench_budget;        /* seconds */
+	char bench_cache[PATH_MAX]; /* empty: no cache */
+	double bench_max_age;       /* seconds */
+	uint32_t stage_window;      /* samples staged ahead per rank */
+	unsigned int stage_threads;
+	unsigned int serve_timeout_ms; /* how long a request may wait for its sample */
+};
+
+/*
+ * Parse the command line into @config (defaults for everything not given).
+ * Errors name the option and what is accepted; --help prints the usage and
+ * returns NOPFS_ERR_EMPTY so main() can exit 0.
+ */
+nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *config);
+
+/* Free what agent_options_parse() allocated. */
+void agent_options_fini(struct agent_options *config);
+
+#endif

@@ -1,0 +1,63 @@
+/* Staging internals shared by stage.c (windows) and stage_copy.c (copies). */
+#ifndef NOPFS_AGENT_STAGE_INTERNAL_H
+#define NOPFS_AGENT_STAGE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "stage.h"
+
+enum slot_state {
+	SLOT_EMPTY = 0,
+	SLOT_STAGING,  /* a stager is writing it */
+	SLOT_STAGED,   /* its file is in the directory */
+	SLOT_FAILED,   /* could not be staged: the rank will ask */
+	SLOT_DONE,     /* opened or served */
+	SLOT_ABANDONED /* being staged when the rank moved on */
+};
+
+struct stage_slot {
+	uint64_t position; /* global position (epoch * per_rank + index) */
+	uint32_t sample;
+	uint8_t state;
+	uint8_t source;
+};
+
+struct stage_rank {
+	uint32_t rank;
+	uint64_t cursor; /* first position not done */
+	uint64_t next;   /* next position to stage */
+	uint64_t end;    /* epochs * per_rank */
+	struct stage_slot *ring;
+};
+
+struct stage_worker {
+	struct stage *stage;
+	unsigned int id;
+	pthread_t thread;
+	bool started;
+	void *buffer;
+};
+
+/* Remove both names of @sample's copy staged for @rank. */
+void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample);
+
+/* Write @sample under the temporary name @temporary (no lock needed). */
+nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *worker,
+                                   uint32_t sample, const char *temporary,
+                                   nopfs_wire_source *source);
+
+/* Give a written copy its names for @rank (lock held). */
+nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
+                           const char *temporary);
+
+/* Open @rank's staged copy of @sample without it counting as the rank's open. */
+int stage_open_staged(struct stage *stage, uint32_t rank, uint32_t sample);
+
+/* An anonymous, sealed, read-only copy of @sample for a request. */
+nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer,
+                              const struct timespec *deadline, int *fd, nopfs_wire_source *source);
+
+/* Publish the "index" file for the C API. */
+nopfs_status stage_publish_index(struct stage *stage);
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * The agent's counters, updated lock-free from every thread and read by the
+ * report. A sample is "delivered" to a task either from a staged copy the
+ * task opened itself (fast path) or in answer to a request (slow path); each
+ * copy came from a source: RAM or SSD tier, a peer, or the PFS.
+ */
+#ifndef NOPFS_AGENT_STATS_H
+#define NOPFS_AGENT_STATS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+#define AGENT_SOURCES 5 /* indexed by nopfs_wire_source */
+
+enum agent_delivery {
+	AGENT_DELIVERY_STAGED = 0,    /* the task opened a staged copy */
+	AGENT_DELIVERY_REQUESTED = 1, /* the task asked; the agent answered */
+	AGENT_DELIVERIES = 2,
+};
+
+enum agent_fallback {
+	AGENT_FALLBACK_UNKNOWN_PATH = 0, /* not a sample of the dataset */
+	AGENT_FALLBACK_READ_ERROR,       /* the sample could not be read */
+	AGENT_FALLBACK_TIMEOUT,          /* not ready within the serve timeout */
+	AGENT_FALLBACK_STOPPING,         /* the agent was shutting down */
+	AGENT_FALLBACK_MALFORMED,        /* the request was malformed */
+	AGENT_FALLBACKS,
+};
+
+struct agent_counter {
+	_Atomic uint64_t count;
+	_Atomic uint64_t bytes;
+};
+
+struct agent_stats {
+	struct agent_counter delivered[AGENT_DELIVERIES][AGENT_SOURCES];
+	struct agent_counter pfs_read;       /* every byte read from the PFS */
+	struct agent_counter bench_pfs_read; /* of which by the self-benchmark */
+	struct agent_counter tier_filled[8]; /* samples stored per local tier */
+	struct agent_counter help_out;       /* tier samples fetched by a stager */
+	struct agent_counter staged;         /* staged copies written */
+	struct agent_counter staged_unused;  /* removed without being opened */
+	_Atomic uint64_t requests;
+	_Atomic uint64_t stall_ns; /* request wait, summed */
+	_Atomic uint64_t stall_max_ns;
+	_Atomic uint64_t fallbacks[AGENT_FALLBACKS];
+	_Atomic uint64_t stream_matched;    /* deliveries found in a rank's stream */
+	_Atomic uint64_t stream_mismatched; /* requests in no local rank's window */
+	_Atomic uint64_t stream_skipped;    /* positions abandoned (never read) */
+	_Atomic uint64_t stream_resyncs;
+	_Atomic uint64_t beyond_epochs; /* requests after the last planned epoch */
+	_Atomic uint64_t refused_connections;
+	_Atomic uint64_t malformed_messages;
+	_Atomic uint64_t watch_overflows;
+};
+
+static inline void agent_count(struct agent_counter *counter, uint64_t bytes)
+{
+	atomic_fetch_add_explicit(&counter->count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&counter->bytes, bytes, memory_order_relaxed);
+}
+
+static inline void agent_max(_Atomic uint64_t *max, uint64_t value)
+{
+	uint64_t seen = atomic_load_explicit(max, memory_order_relaxed);
+
+	while (value > seen &&
+	       !atomic_compare_exchange_weak_explicit(max, &seen, value, memory_order_relaxed,
+	                                              memory_order_relaxed))
+		;
+}
+
+#endif

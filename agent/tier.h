@@ -1,0 +1,97 @@
+/*
+ * This node's tiers: a RAM tier is a file in the tmpfs stage directory mapped
+ * shared (so peers can later read it as one registered region); an SSD tier
+ * is a file in a job-private directory on local storage. Samples sit at
+ * offsets computed from the plan (the kept samples in id order, packed), so
+ * no allocator and no metadata exchange is needed.
+ *
+ * Every kept sample has a state: absent, in flight (one thread is fetching
+ * it), present, or failed. Exactly one thread fetches a sample; others wait.
+ */
+#ifndef NOPFS_AGENT_TIER_H
+#define NOPFS_AGENT_TIER_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "catalog.h"
+#include "stats.h"
+#include "status.h"
+#include "tierspec.h"
+
+enum tier_state {
+	TIER_ABSENT = 0,
+	TIER_IN_FLIGHT = 1,
+	TIER_PRESENT = 2,
+	TIER_FAILED = 3,
+};
+
+struct tier {
+	unsigned int index; /* in the plan, 0 = fastest */
+	nopfs_tier_kind kind;
+	char directory[PATH_MAX]; /* SSD: the job-private directory we made */
+	char path[PATH_MAX];      /* the tier's file */
+	int fd;
+	uint8_t *base;     /* RAM: the mapping; SSD: NULL */
+	uint64_t bytes;    /* planned bytes (file size) */
+	uint64_t count;    /* kept samples */
+	uint32_t *samples; /* sorted */
+	uint64_t *offsets; /* count + 1 */
+	_Atomic uint8_t *state;
+	uint64_t *fill_order; /* positions, first-needed first */
+	_Atomic uint64_t next_fill;
+	unsigned int threads; /* prefetch threads */
+	pthread_mutex_t lock; /* waiters for in-flight samples */
+	pthread_cond_t changed;
+};
+
+struct tier_set {
+	unsigned int count;
+	struct tier tier[NOPFS_TIERS_MAX];
+};
+
+struct job;
+
+/*
+ * Create the tiers of this node for the plan in @job: files, mappings,
+ * offsets, fill order. @stage_dir holds RAM tiers. Errors name the directory
+ * (missing, not writable, too little free space for the planned bytes).
+ */
+nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
+                             const struct nopfs_tier_list *specs, const char *stage_dir,
+                             const char *job_id);
+
+/* Unmap, close and remove every tier file and the directories made for them. */
+void tier_set_destroy(struct tier_set *set);
+
+/* The position of @sample in @tier, or -1 when the tier does not keep it. */
+int64_t tier_position(const struct tier *tier, uint32_t sample);
+
+/*
+ * Make position @position of @tier present: return at once if it is; fetch
+ * it from the PFS into the tier if it is absent (using @buffer, room for the
+ * * sample); wait for the thread fetching it otherwise, until @deadline (NULL:
+ * * no limit; CLOCK_MONOTONIC). *fetched (may be NULL) tells whether this call read the PFS.
+ * NOPFS_ERR_TIMEOUT past the deadline; the fetch's error if it failed.
+ */
+nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopfs_catalog *catalog,
+                         void *buffer, struct agent_stats *stats, const struct timespec *deadline,
+                         bool *fetched);
+
+/* Copy a present sample to the start of @fd (a new, empty file). */
+nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd);
+
+/* Copy a present sample into @buffer. */
+nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer);
+
+/* Wake every waiter (shutdown). */
+void tier_wake_all(struct tier_set *set);
+
+/* Write all of @length bytes at @data to @fd, retrying short writes. */
+nopfs_status write_all(int fd, const void *data, uint64_t length);
+
+#endif

@@ -1,0 +1,107 @@
+/* inotify on the stage directory. */
+#include <errno.h>
+#include <poll.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "watch.h"
+
+static void handle_events(struct watch *watch, const char *buffer, ssize_t length)
+{
+	const char *at = buffer;
+
+	while (at < buffer + length) {
+		const struct inotify_event *event = (const struct inotify_event *)at;
+
+		if (event->mask & IN_Q_OVERFLOW) {
+			atomic_fetch_add(&watch->stage->stats->watch_overflows, 1);
+			nopfs_warning("stage watch: the kernel dropped open events; "
+			              "some staged copies will be counted as unused");
+		} else if ((event->mask & IN_OPEN) && event->len > 0 && event->name[0] != '.') {
+			stage_opened(watch->stage, event->name);
+		}
+		at += sizeof(*event) + event->len;
+	}
+}
+
+static void *watch_main(void *arg)
+{
+	struct watch *watch = arg;
+	char buffer[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct pollfd fds[2] = { { .fd = watch->inotify_fd, .events = POLLIN },
+		                 { .fd = watch->stop_fd, .events = POLLIN } };
+
+	for (;;) {
+		ssize_t length;
+
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			nopfs_error("stage watch: poll: %m");
+			break;
+		}
+		if (fds[1].revents)
+			break;
+		length = read(watch->inotify_fd, buffer, sizeof(buffer));
+		if (length < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (length <= 0) {
+			nopfs_error("stage watch: read: %m");
+			break;
+		}
+		handle_events(watch, buffer, length);
+	}
+	return NULL;
+}
+
+nopfs_status watch_start(struct watch *watch, struct stage *stage, const char *directory)
+{
+	memset(watch, 0, sizeof(*watch));
+	watch->stage = stage;
+	watch->stop_fd = -1;
+	watch->inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (watch->inotify_fd < 0) {
+		nopfs_error("stage watch: inotify: %m");
+		return NOPFS_ERR_UNSUPPORTED;
+	}
+	if (inotify_add_watch(watch->inotify_fd, directory, IN_OPEN | IN_ONLYDIR) < 0) {
+		nopfs_error("stage watch: cannot watch '%s': %m", directory);
+		goto out_close;
+	}
+	watch->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (watch->stop_fd < 0) {
+		nopfs_error("stage watch: eventfd: %m");
+		goto out_close;
+	}
+	if (pthread_create(&watch->thread, NULL, watch_main, watch) != 0) {
+		nopfs_error("stage watch: cannot start its thread");
+		goto out_close;
+	}
+	watch->started = true;
+	return NOPFS_OK;
+
+out_close:
+	if (watch->stop_fd >= 0)
+		close(watch->stop_fd);
+	close(watch->inotify_fd);
+	watch->inotify_fd = watch->stop_fd = -1;
+	return NOPFS_ERR_IO;
+}
+
+void watch_stop(struct watch *watch)
+{
+	uint64_t one = 1;
+
+	if (!watch->started)
+		return;
+	if (write(watch->stop_fd, &one, sizeof(one)) != sizeof(one))
+		nopfs_warning("stage watch: cannot signal its thread: %m");
+	pthread_join(watch->thread, NULL);
+	close(watch->stop_fd);
+	close(watch->inotify_fd);
+	watch->started = false;
+}

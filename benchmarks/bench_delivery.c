@@ -1,0 +1,212 @@
+/*
+ * Local delivery of staged samples, measured in one run:
+ *  - C API: nopfs_client_get + reading every byte + release, versus memcpy of
+ *    the same bytes out of memory and reading them;
+ *  - interposer: open + read + close of dataset paths (served from staged
+ *    copies), versus open + read + close of plain files on tmpfs.
+ * Run under LD_PRELOAD of libnopfs_preload.so with an agent serving rank 0 of
+ * a one-rank job over --data (see bench_delivery.sh). Samples are consumed in
+ * rank 0's stream order; before each batch of a window the benchmark waits
+ * (untimed) until the agent has staged it, so what is timed is delivery, not
+ * the PFS.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "catalog.h"
+#include "nopfs.h"
+#include "sampler.h"
+
+static double now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Read every byte (what a consumer does); the sum keeps it from being optimized out. */
+static uint64_t touch(const void *data, uint64_t size)
+{
+	const uint64_t *words = data;
+	uint64_t sum = 0;
+
+	for (uint64_t i = 0; i < size / 8; i++)
+		sum += words[i];
+	return sum;
+}
+
+/* Wait (untimed) until rank 0's next @count samples are staged, up to 30 s. */
+static int wait_staged(const char *stage_dir, const uint32_t *stream, uint64_t count)
+{
+	char path[4096];
+	double deadline = now() + 30;
+
+	for (uint64_t i = 0; i < count; i++) {
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/i0.%" PRIu32, stage_dir, stream[i]);
+		while (stat(path, &st) != 0) {
+			if (now() > deadline) {
+				fprintf(stderr, "bench_delivery: %s not staged within 30 s\n",
+				        path);
+				return -1;
+			}
+			usleep(1000);
+		}
+	}
+	return 0;
+}
+
+static int read_file(const char *path, void *buffer, uint64_t size, uint64_t *sum)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+
+	if (fd < 0)
+		return -1;
+	got = read(fd, buffer, size);
+	close(fd);
+	if (got != (ssize_t)size)
+		return -1;
+	*sum += touch(buffer, size);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *data = argc > 1 ? argv[1] : NULL;
+	const char *stage_dir = getenv("NOPFS_STAGE_DIR");
+	const char *tmp_dir = argc > 2 ? argv[2] : "/dev/shm";
+	uint32_t window = argc > 3 ? (uint32_t)atoi(argv[3]) : 256;
+	struct nopfs_catalog_options options = { .format = NOPFS_INDEX_IMAGEFOLDER, .root = data };
+	struct nopfs_catalog *catalog;
+	struct nopfs_client *client;
+	struct nopfs_sampler sampler = { .world_size = 1, .seed = 42, .shuffle = true };
+	uint32_t *perm;
+	uint64_t count, sum = 0, max = 0;
+	double api_time = 0, memcpy_time = 0, interposer_time = 0, tmpfs_time = 0;
+	char path[8192], copy[4096];
+	void *buffer, *source;
+
+	if (!data || !stage_dir) {
+		fprintf(stderr, "usage: NOPFS_STAGE_DIR=... %s DATASET [TMPDIR] [WINDOW]\n",
+		        argv[0]);
+		return 2;
+	}
+	if (nopfs_catalog_build(&options, &catalog) != NOPFS_OK)
+		return 1;
+	count = nopfs_catalog_count(catalog);
+	sampler.count = count;
+	for (uint64_t k = 0; k < count; k++)
+		if (nopfs_catalog_size(catalog, k) > max)
+			max = nopfs_catalog_size(catalog, k);
+	perm = malloc(count * sizeof(*perm));
+	buffer = malloc(max);
+	source = malloc(max);
+	if (!perm || !buffer || !source || nopfs_client_connect(NULL, 0, &client) != NOPFS_OK) {
+		fprintf(stderr, "bench_delivery: cannot set up (is the agent running?)\n");
+		return 1;
+	}
+	memset(source, 7, max);
+
+	/* Epoch 0 through the API, against memcpy of the same sizes. */
+	nopfs_sampler_permutation(&sampler, 0, perm);
+	for (uint64_t base = 0; base < count; base += window) {
+		uint64_t n = count - base < window ? count - base : window;
+		double start;
+
+		if (wait_staged(stage_dir, perm + base, n) != 0)
+			return 1;
+		start = now();
+		for (uint64_t i = 0; i < n; i++) {
+			struct nopfs_sample sample;
+
+			if (nopfs_client_get(client, perm[base + i], &sample) != NOPFS_OK)
+				return 1;
+			sum += touch(sample.data, sample.size);
+			nopfs_client_release(client, &sample);
+		}
+		api_time += now() - start;
+		start = now();
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t size = nopfs_catalog_size(catalog, perm[base + i]);
+
+			memcpy(buffer, source, size);
+			sum += touch(buffer, size);
+		}
+		memcpy_time += now() - start;
+	}
+
+	/* Epoch 1 through the interposer, against plain files on tmpfs. */
+	nopfs_sampler_permutation(&sampler, 1, perm);
+	for (uint64_t base = 0; base < count; base += window) {
+		uint64_t n = count - base < window ? count - base : window;
+		double start;
+
+		if (wait_staged(stage_dir, perm + base, n) != 0)
+			return 1;
+		start = now();
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t size = nopfs_catalog_size(catalog, perm[base + i]);
+			size_t used = (size_t)snprintf(path, sizeof(path), "%s/", data);
+
+			nopfs_catalog_path(catalog, perm[base + i], path + used,
+			                   sizeof(path) - used);
+			if (read_file(path, buffer, size, &sum) != 0) {
+				fprintf(stderr, "bench_delivery: reading %s failed\n", path);
+				return 1;
+			}
+		}
+		interposer_time += now() - start;
+		/* The same bytes as plain tmpfs files (written untimed). */
+		for (uint64_t i = 0; i < n; i++) {
+			int fd;
+
+			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
+			fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			if (fd < 0 ||
+			    write(fd, source, nopfs_catalog_size(catalog, perm[base + i])) < 0)
+				return 1;
+			close(fd);
+		}
+		start = now();
+		for (uint64_t i = 0; i < n; i++) {
+			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
+			if (read_file(copy, buffer, nopfs_catalog_size(catalog, perm[base + i]),
+			              &sum) != 0)
+				return 1;
+		}
+		tmpfs_time += now() - start;
+	}
+	for (uint64_t i = 0; i < window && i < count; i++) {
+		snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
+		unlink(copy);
+	}
+
+	printf("delivery of %" PRIu64 " samples (mean %.1f KiB), checksum %" PRIx64 "\n", count,
+	       (double)nopfs_catalog_total_bytes(catalog) / (double)count / 1024, sum);
+	printf("  C API get+read+release   %8.2f us/sample   memcpy+read %8.2f us/sample   "
+	       "ratio %.2f (target >= 0.8)\n",
+	       api_time / (double)count * 1e6, memcpy_time / (double)count * 1e6,
+	       memcpy_time / api_time);
+	printf("  interposer open+read+close %6.2f us/sample   tmpfs       %8.2f us/sample   "
+	       "ratio %.2f (target >= 0.8)\n",
+	       interposer_time / (double)count * 1e6, tmpfs_time / (double)count * 1e6,
+	       tmpfs_time / interposer_time);
+	nopfs_client_disconnect(client);
+	nopfs_catalog_destroy(catalog);
+	free(perm);
+	free(buffer);
+	free(source);
+	return 0;
+}

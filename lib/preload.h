@@ -1,0 +1,38 @@
+/*
+ * The interposer (libnopfs_preload.so, LD_PRELOAD), internal interface
+ * between its entry points (preload.c: open, fopen, ... and the guard against
+ * recursion) and the serving logic (preload_serve.c: environment, staged
+ * copies, the agent link, counts).
+ *
+ * Nothing here allocates with malloc or calls an interposed function, so it
+ * may run inside any open(), even one made by the dynamic loader or malloc
+ * before main().
+ */
+#ifndef NOPFS_PRELOAD_H
+#define NOPFS_PRELOAD_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/*
+ * Serve a read-only open of @path (relative to @dirfd as openat() does) with
+ * the caller's @flags: a descriptor of the staged copy or of the agent's copy,
+ * or -1 when the caller must do the real open (not under the dataset, flags
+ * not served, not configured, or any failure: counted and, with NOPFS_DEBUG=1,
+ * logged). errno is left as it was. Call only inside the guard.
+ */
+int nopfs_preload_serve(int dirfd, const char *path, int flags);
+
+/* Whether /proc/self/fd can reopen descriptors (freopen is served through it). */
+bool nopfs_preload_can_reopen(void);
+
+/* The real openat(), for the interposer's own opens. */
+int nopfs_preload_real_openat(int dirfd, const char *path, int flags, mode_t mode);
+
+/* In a child just forked: drop the inherited agent connection and counts. */
+void nopfs_preload_forget_after_fork(void);
+
+/* At exit: with NOPFS_DEBUG=1, print this process' counts on stderr. */
+void nopfs_preload_report(void);
+
+#endif

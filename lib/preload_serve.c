@@ -1,0 +1,372 @@
+/*
+ * What the interposer serves, and from where: a read-only open of a file
+ * under $NOPFS_DATASET becomes an open of its staged copy ("p" + escaped
+ * relative path in $NOPFS_STAGE_DIR, no round trip), else the descriptor the
+ * agent passes back for an OPEN request, else (the caller's) real open of the
+ * PFS path. Everything uses fixed storage: this runs inside open().
+ *
+ * One connection per process, behind a mutex; a forked child drops the
+ * inherited one and connects again when it needs to. After a failure of the
+ * agent the channel backs off (channel.h), and until then opens go to the
+ * PFS without touching the lock or the socket.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "channel.h"
+#include "preload.h"
+#include "runtime.h"
+
+/* The open flags served; any other flag (O_CREAT, O_DIRECTORY, O_PATH, ...) is not. */
+#define SERVED_FLAGS (O_ACCMODE | O_CLOEXEC | O_NONBLOCK | O_LARGEFILE | O_NOCTTY | O_NOATIME)
+/* The caller's flags given to the copy's open. */
+#define KEPT_FLAGS (O_CLOEXEC | O_NONBLOCK | O_LARGEFILE | O_NOCTTY)
+
+/* Set once, by the first open (pthread_once); read-only afterwards. */
+static struct {
+	bool enabled;
+	bool debug;
+	bool can_reopen; /* /proc/self/fd works */
+	int32_t rank;
+	int timeout_ms;
+	char dataset[PATH_MAX];              /* absolute */
+	char stage_dir[PATH_MAX];            /* "" when not set */
+	char socket[NOPFS_CHANNEL_PATH_MAX]; /* "" when not set */
+} config;
+static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+/* The agent link: the channel only under the lock; down_until without it. */
+static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct nopfs_channel link_channel;
+static bool link_ready;
+static int64_t link_down_until_ms; /* atomic: CLOCK_MONOTONIC ms */
+
+/* Per-process counts (atomic). */
+static struct {
+	uint64_t staged;
+	uint64_t agent;
+	uint64_t fallback_backoff; /* agent backing off after a failure */
+	uint64_t fallback_refused; /* ERROR reply: the agent cannot serve it */
+	uint64_t fallback_failed;  /* connect, timeout, I/O, malformed reply */
+	uint64_t fallback_other;   /* not configured for it, name too long, ... */
+} counts;
+
+static void count(uint64_t *counter)
+{
+	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+}
+
+static void debug_log(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* With NOPFS_DEBUG=1, one line on stderr with write(2): no stdio locks, no malloc. */
+static void debug_log(const char *format, ...)
+{
+	char line[1024];
+	va_list args;
+	int length;
+
+	if (!config.debug)
+		return;
+	length = snprintf(line, sizeof(line), "nopfs-preload[%d]: ", (int)getpid());
+	va_start(args, format);
+	length += vsnprintf(line + length, sizeof(line) - (size_t)length - 1, format, args);
+	va_end(args);
+	if (length > (int)sizeof(line) - 2)
+		length = (int)sizeof(line) - 2;
+	line[length++] = '\n';
+	if (write(STDERR_FILENO, line, (size_t)length) < 0)
+		return; /* nowhere to say it */
+}
+
+static int64_t monotonic_ms(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Copy @value into @out when it fits; false otherwise. */
+static bool copy_string(const char *value, char *out, size_t length)
+{
+	size_t n = value ? strlen(value) : 0;
+
+	if (n >= length)
+		return false;
+	memcpy(out, value ? value : "", n + 1);
+	return true;
+}
+
+static void config_init(void)
+{
+	const char *disable = getenv(NOPFS_ENV_DISABLE);
+	const char *dataset = getenv(NOPFS_ENV_DATASET);
+	const char *debug = getenv(NOPFS_ENV_DEBUG);
+	char cwd[PATH_MAX];
+	bool timeout_invalid;
+
+	config.debug = debug && !strcmp(debug, "1");
+	if (disable && !strcmp(disable, "1"))
+		return;
+	if (!dataset || !*dataset)
+		return;
+	if (dataset[0] == '/') {
+		if (!copy_string(dataset, config.dataset, sizeof(config.dataset)))
+			return;
+	} else if (!getcwd(cwd, sizeof(cwd)) ||
+	           snprintf(config.dataset, sizeof(config.dataset), "%s/%s", cwd, dataset) >=
+	                   (int)sizeof(config.dataset)) {
+		return;
+	}
+	if (!copy_string(getenv(NOPFS_ENV_STAGE_DIR), config.stage_dir, sizeof(config.stage_dir)))
+		config.stage_dir[0] = '\0';
+	if (!copy_string(getenv(NOPFS_ENV_SOCKET), config.socket, sizeof(config.socket)))
+		config.socket[0] = '\0';
+	if (!config.stage_dir[0] && !config.socket[0])
+		return;
+	config.rank = nopfs_env_rank();
+	config.timeout_ms = nopfs_env_timeout_ms(&timeout_invalid);
+	config.can_reopen = access("/proc/self/fd", X_OK) == 0;
+	config.enabled = true;
+	if (timeout_invalid)
+		debug_log("$%s is not valid: using %d ms", NOPFS_ENV_TIMEOUT_MS, config.timeout_ms);
+	debug_log("serving %s (staging %s, agent %s, timeout %d ms)", config.dataset,
+	          config.stage_dir[0] ? config.stage_dir : "none",
+	          config.socket[0] ? config.socket : "none", config.timeout_ms);
+}
+
+bool nopfs_preload_can_reopen(void)
+{
+	pthread_once(&config_once, config_init);
+	return config.can_reopen;
+}
+
+/*
+ * The absolute form of relative @path as openat(@dirfd) would see it, into
+ * @out: through the working directory or /proc/self/fd/N.
+ */
+static bool absolute_path(int dirfd, const char *path, char *out, size_t length)
+{
+	char link[64];
+	ssize_t n;
+
+	if (dirfd == AT_FDCWD) {
+		if (!getcwd(out, length))
+			return false;
+		n = (ssize_t)strlen(out);
+	} else {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", dirfd);
+		n = readlink(link, out, length - 1);
+		if (n <= 0 || out[0] != '/')
+			return false;
+		out[n] = '\0';
+		/* A removed directory has no usable name. */
+		if (n >= 10 && !strcmp(out + n - 10, " (deleted)"))
+			return false;
+	}
+	return snprintf(out + n, length - (size_t)n, "/%s", path) < (int)(length - (size_t)n);
+}
+
+/* The staged copy of @relative, or -1. */
+static int open_staged(const char *relative, int flags)
+{
+	char path[PATH_MAX];
+	size_t used = strlen(config.stage_dir);
+
+	/* Staged copies are named for their rank: without ours, ask the agent. */
+	if (!used || used + 2 + NAME_MAX > sizeof(path) || config.rank < 0)
+		return -1;
+	memcpy(path, config.stage_dir, used);
+	path[used++] = '/';
+	if (!nopfs_stage_name_for_path((uint32_t)config.rank, relative, path + used, NAME_MAX + 1))
+		return -1;
+	return nopfs_preload_real_openat(AT_FDCWD, path, O_RDONLY | (flags & KEPT_FLAGS), 0);
+}
+
+/*
+ * Give the caller a description of the agent's copy of its own, with its
+ * flags and offset 0: a fresh open through /proc, else the passed descriptor
+ * adjusted. Takes @fd.
+ */
+static int own_copy(int fd, int flags)
+{
+	char link[64];
+	int reopened;
+
+	if (config.can_reopen) {
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		reopened = nopfs_preload_real_openat(AT_FDCWD, link,
+		                                     O_RDONLY | (flags & KEPT_FLAGS), 0);
+		if (reopened >= 0) {
+			close(fd);
+			return reopened;
+		}
+	}
+	if (lseek(fd, 0, SEEK_SET) != 0 ||
+	    ((flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) ||
+	    (!(flags & O_CLOEXEC) && fcntl(fd, F_SETFD, 0) != 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Check a SAMPLE reply's descriptor: a regular file of the size announced. */
+static bool copy_is_sound(const struct nopfs_wire_message *reply, int fd)
+{
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_size == reply->u.sample.size;
+}
+
+/* One OPEN request under the lock: the agent's copy, or -1 with *counter set. */
+static int ask_agent_locked(const char *relative, int flags, uint64_t **counter)
+{
+	struct nopfs_wire_message request = { .type = NOPFS_WIRE_OPEN };
+	struct nopfs_wire_message reply;
+	nopfs_status status;
+	const char *why;
+	int fd = -1;
+
+	if (!link_ready) {
+		link_ready = nopfs_channel_init(&link_channel, config.socket, config.rank,
+		                                NOPFS_WIRE_FLAG_INTERPOSER, config.timeout_ms);
+		if (!link_ready) {
+			*counter = &counts.fallback_other;
+			return -1;
+		}
+	}
+	request.u.open.rank = config.rank;
+	request.u.open.path = relative;
+	request.u.open.path_length = (uint32_t)strlen(relative);
+	status = nopfs_channel_call(&link_channel, &request, NOPFS_WIRE_SAMPLE, &reply, &fd, &why);
+	if (status == NOPFS_ERR_UNSUPPORTED) {
+		*counter = &counts.fallback_backoff;
+		return -1;
+	}
+	if (status != NOPFS_OK) {
+		debug_log("agent at %s failed (%s): %s", config.socket, why, relative);
+		*counter = &counts.fallback_failed;
+		return -1;
+	}
+	if (reply.type == NOPFS_WIRE_ERROR) {
+		debug_log("agent cannot serve %s: %.*s", relative, (int)reply.u.error.length,
+		          reply.u.error.text);
+		*counter = &counts.fallback_refused;
+		return -1;
+	}
+	if (!copy_is_sound(&reply, fd)) {
+		debug_log("agent at %s sent a bad copy of %s", config.socket, relative);
+		if (fd >= 0)
+			close(fd);
+		nopfs_channel_fail(&link_channel);
+		*counter = &counts.fallback_failed;
+		return -1;
+	}
+	fd = own_copy(fd, flags);
+	if (fd < 0)
+		*counter = &counts.fallback_other;
+	return fd;
+}
+
+/* The agent's copy of @relative, or -1 with *counter set. */
+static int ask_agent(const char *relative, int flags, uint64_t **counter)
+{
+	int cancel_state;
+	int fd;
+
+	if (!config.socket[0]) {
+		*counter = &counts.fallback_other;
+		return -1;
+	}
+	if (monotonic_ms() < __atomic_load_n(&link_down_until_ms, __ATOMIC_RELAXED)) {
+		*counter = &counts.fallback_backoff;
+		return -1;
+	}
+	/* A cancelled thread must not leave the lock held. */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	pthread_mutex_lock(&link_lock);
+	fd = ask_agent_locked(relative, flags, counter);
+	__atomic_store_n(&link_down_until_ms,
+	                 link_channel.socket < 0 ? link_channel.retry_at_ms : 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&link_lock);
+	pthread_setcancelstate(cancel_state, NULL);
+	return fd;
+}
+
+int nopfs_preload_serve(int dirfd, const char *path, int flags)
+{
+	int saved_errno = errno;
+	char resolved[PATH_MAX];
+	char relative[PATH_MAX];
+	const char *absolute = path;
+	uint64_t *counter = NULL;
+	int fd;
+
+	pthread_once(&config_once, config_init);
+	if (!config.enabled || !path || !*path || (flags & ~SERVED_FLAGS) ||
+	    (flags & O_ACCMODE) != O_RDONLY)
+		return -1;
+	if (path[0] != '/') {
+		if (!absolute_path(dirfd, path, resolved, sizeof(resolved))) {
+			errno = saved_errno;
+			return -1;
+		}
+		absolute = resolved;
+	}
+	if (!nopfs_path_under_root(config.dataset, absolute, relative, sizeof(relative))) {
+		errno = saved_errno;
+		return -1;
+	}
+	fd = open_staged(relative, flags);
+	if (fd >= 0) {
+		count(&counts.staged);
+		goto out;
+	}
+	fd = ask_agent(relative, flags, &counter);
+	if (fd >= 0) {
+		count(&counts.agent);
+		goto out;
+	}
+	count(counter);
+	debug_log("reading %s from the PFS", absolute);
+out:
+	errno = saved_errno;
+	return fd;
+}
+
+void nopfs_preload_forget_after_fork(void)
+{
+	/* The parent may have held the lock: the child starts with a fresh one. */
+	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+
+	link_lock = fresh;
+	if (link_ready)
+		nopfs_channel_forget(&link_channel);
+	link_down_until_ms = 0;
+	memset(&counts, 0, sizeof(counts));
+}
+
+void nopfs_preload_report(void)
+{
+	if (!config.debug || !config.enabled)
+		return;
+	debug_log("served %" PRIu64 " staged, %" PRIu64
+	          " by the agent; fallbacks to the PFS: %" PRIu64 " backing off, %" PRIu64
+	          " refused, %" PRIu64 " agent failures, %" PRIu64 " other",
+	          counts.staged, counts.agent, counts.fallback_backoff, counts.fallback_refused,
+	          counts.fallback_failed, counts.fallback_other);
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""An ordinary PyTorch data pipeline that knows nothing of nopfs.
+
+torchvision ImageFolder (raw bytes instead of decoded images, since the test
+files are random bytes) + DistributedSampler + DataLoader with workers. Prints
+one line per sample: epoch, index, label and the SHA-256 of the bytes read, so
+a test can compare every byte with the dataset's files.
+"""
+import argparse
+import hashlib
+import os
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, DistributedSampler
+from torchvision.datasets import ImageFolder
+
+
+def read_bytes(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class Digest:
+    def __call__(self, data):
+        return hashlib.sha256(data).hexdigest()
+
+
+class Indexed(torch.utils.data.Dataset):
+    def __init__(self, dataset):
+        self.dataset = dataset
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, index):
+        digest, label = self.dataset[index]
+        return index, label, digest
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--rank", type=int, default=int(os.environ.get("RANK", 0)))
+    parser.add_argument("--world-size", type=int, default=int(os.environ.get("WORLD_SIZE", 1)))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--sleep", type=float, default=0.0, help="compute per batch (s)")
+    parser.add_argument("--out", default="-")
+    args = parser.parse_args()
+
+    dataset = Indexed(ImageFolder(args.data, loader=read_bytes, transform=Digest(),
+                                  is_valid_file=lambda p: p.endswith(".JPEG")))
+    sampler = DistributedSampler(dataset, num_replicas=args.world_size, rank=args.rank,
+                                 seed=args.seed, shuffle=True)
+    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
+                        num_workers=args.workers, prefetch_factor=2 if args.workers else None)
+    out = sys.stdout if args.out == "-" else open(args.out, "w")
+    start = time.time()
+    for epoch in range(args.epochs):
+        sampler.set_epoch(epoch)
+        for indices, labels, digests in loader:
+            for index, label, digest in zip(indices.tolist(), labels.tolist(), digests):
+                out.write(f"{epoch} {index} {label} {digest}\n")
+            if args.sleep:
+                time.sleep(args.sleep)
+    out.flush()
+    print(f"rank {args.rank}: {args.epochs} epochs in {time.time() - start:.2f} s",
+          file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
