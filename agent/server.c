@@ -107,7 +107,7 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 		reply.u.welcome.node = job->node;
 		reply.u.welcome.world_size = job->sampler.world_size;
 		reply.u.welcome.samples = job->sampler.count;
-		reply.u.welcome.flags = m->u.hello.flags;
+		reply.u.welcome.flags = m->u.hello.flags | NOPFS_WIRE_FLAG_RING;
 		return nopfs_wire_send(c->fd, &reply, -1);
 	case NOPFS_WIRE_OPEN:
 		memcpy(path, m->u.open.path, m->u.open.path_length);
@@ -136,6 +136,25 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 		free(text);
 		return status;
 	}
+	case NOPFS_WIRE_RING: {
+		int fd = -1;
+		nopfs_status status =
+		        stage_attach_ring(server->stage, m->u.ring.rank, &fd,
+		                          &reply.u.ring_fd.slots, &reply.u.ring_fd.bytes);
+
+		if (status != NOPFS_OK)
+			return reply_error(c, m->request_id, status,
+			                   status == NOPFS_ERR_RANGE ? "not a rank of this node"
+			                                             : "no staging ring");
+		reply.type = NOPFS_WIRE_RING_FD;
+		status = nopfs_wire_send(c->fd, &reply, fd);
+		close(fd);
+		return status;
+	}
+	case NOPFS_WIRE_RELEASE:
+		stage_ring_released_by(server->stage, m->u.release.rank, m->u.release.slot,
+		                       m->u.release.index);
+		return NOPFS_OK;
 	default:
 		atomic_fetch_add(&server->stats->malformed_messages, 1);
 		nopfs_warning("connection of pid %ld: unexpected message type %d", (long)c->pid,

@@ -14,6 +14,9 @@
 #include "stage_internal.h"
 #include "timing.h"
 
+/* How often idle stagers collect ring slots released without a notification. */
+#define COLLECT_INTERVAL_MS 20
+
 /*
  * A slot of rank @r leaves the staged state: its file goes unless another
  * slot of the same rank (the next epoch) was staged with the same file.
@@ -21,6 +24,14 @@
 static void leave_staged(struct stage *stage, struct stage_rank *r, struct stage_slot *slot)
 {
 	uint32_t sample = slot->sample;
+
+	if (slot->ring_slot) {
+		/* In the API ring: give it back unless a task holds it (it will release it). */
+		if (stage_ring_take_back(r->api_ring, slot->ring_slot - 1))
+			r->api_ring_full = false;
+		slot->ring_slot = 0;
+		return;
+	}
 
 	if (stage->staged_claims[sample] > 0)
 		stage->staged_claims[sample]--;
@@ -108,7 +119,9 @@ static void advance(struct stage *stage, struct stage_rank *r, uint64_t target)
 	}
 	if (r->next < r->cursor)
 		r->next = r->cursor;
-	pthread_cond_broadcast(&stage->work);
+	/* Wake one stager, and only when there is something to stage. */
+	if (r->next < r->end && r->next - r->cursor < stage->window && !r->api_ring_full)
+		pthread_cond_signal(&stage->work);
 }
 
 /*
@@ -125,8 +138,12 @@ static void complete(struct stage *stage, struct stage_rank *r, uint64_t positio
 	uint64_t epoch_start = position / per_rank * per_rank;
 	struct stage_slot *slot;
 
-	if (requested && epoch_start > r->cursor)
+	if (requested && epoch_start > r->cursor) {
+		nopfs_debug("rank %" PRIu32 " read position %" PRIu64 " of the next epoch: "
+		            "abandoning positions %" PRIu64 " .. %" PRIu64,
+		            r->rank, position, r->cursor, epoch_start - 1);
 		advance(stage, r, epoch_start);
+	}
 	if (position - r->cursor >= stage->ring_size) {
 		struct stage_slot *stuck = slot_of(stage, r, r->cursor);
 
@@ -146,6 +163,20 @@ static void complete(struct stage *stage, struct stage_rank *r, uint64_t positio
 	slot->position = position;
 	atomic_fetch_add(&stage->stats->stream_matched, 1);
 	advance(stage, r, 0);
+}
+
+/* A task released (or dropped, when it died) @r's ring copy at @position. */
+static void complete_released(struct stage *stage, struct stage_rank *r, uint64_t position)
+{
+	struct stage_slot *slot = slot_of(stage, r, position);
+
+	r->api_ring_full = false;
+	if (slot->position != position || slot->state != SLOT_STAGED || !slot->ring_slot)
+		return; /* the rank had moved on */
+	agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][slot->source],
+	            nopfs_catalog_size(stage->job->catalog, slot->sample));
+	slot->ring_slot = 0;
+	complete(stage, r, position, true);
 }
 
 struct claim {
@@ -217,7 +248,7 @@ static struct stage_rank *pick_rank(struct stage *stage)
 	for (uint32_t i = 0; i < stage->rank_count; i++) {
 		struct stage_rank *r = &stage->ranks[i];
 
-		if (r->next >= r->end || r->next - r->cursor >= stage->window)
+		if (r->next >= r->end || r->next - r->cursor >= stage->window || r->api_ring_full)
 			continue;
 		if (!best || r->next - r->cursor < best->next - best->cursor)
 			best = r;
@@ -225,9 +256,51 @@ static struct stage_rank *pick_rank(struct stage *stage)
 	return best;
 }
 
+/* Complete the positions whose ring copies tasks released (or dropped by dying). */
+static void collect_released(struct stage *stage, struct stage_rank *r)
+{
+	uint64_t position;
+	uint32_t from = 0;
+
+	while (r->api_ring && stage_ring_collect(r->api_ring, &from, &position))
+		complete_released(stage, r, position);
+}
+
+/*
+ * Room in @r's API ring for @sample at @position: the slot + 1 and *offset,
+ * 0 for a sample staged as a file instead (empty, or bigger than the ring),
+ * or -1 when the ring is full for now, after collecting what tasks released.
+ */
+static int64_t reserve_ring(struct stage *stage, struct stage_rank *r, uint32_t sample,
+                            uint64_t position, uint64_t *offset)
+{
+	uint64_t size = nopfs_catalog_size(stage->job->catalog, sample);
+	uint32_t slot;
+
+	if (size == 0 || size > r->api_ring->data_bytes)
+		return 0;
+	/*
+	 * One copy of a sample per ring at a time: a task takes whichever it
+	 * finds, and must not take the next epoch's while this epoch's waits.
+	 */
+	for (uint64_t g = r->cursor; g < position; g++) {
+		const struct stage_slot *earlier = slot_of(stage, r, g);
+
+		if (earlier->position == g && earlier->sample == sample && earlier->ring_slot &&
+		    (earlier->state == SLOT_STAGING || earlier->state == SLOT_STAGED))
+			return -1;
+	}
+	if (stage_ring_reserve(r->api_ring, sample, size, position, &slot, offset))
+		return (int64_t)slot + 1;
+	collect_released(stage, r);
+	if (stage_ring_reserve(r->api_ring, sample, size, position, &slot, offset))
+		return (int64_t)slot + 1;
+	return -1;
+}
+
 /* Claim the next position of a rank to stage: its slot, in STAGING state. */
 static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage_slot **out,
-                     uint64_t *position)
+                     uint64_t *position, uint64_t *ring_offset)
 {
 	const struct nopfs_sampler *sampler = &stage->job->sampler;
 
@@ -235,12 +308,16 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 		struct stage_rank *r = pick_rank(stage);
 		const struct epoch_map *map;
 		struct stage_slot *slot;
+		int64_t ring_slot;
+		uint32_t sample;
 		uint64_t g;
 
 		if (!r) {
-			struct timespec deadline = deadline_after_ms(200);
+			struct timespec deadline = deadline_after_ms(COLLECT_INTERVAL_MS);
 
 			pthread_cond_timedwait(&stage->work, &stage->lock, &deadline);
+			for (uint32_t i = 0; i < stage->rank_count; i++)
+				collect_released(stage, &stage->ranks[i]);
 			continue;
 		}
 		g = r->next;
@@ -249,16 +326,24 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 			return false;
 		if (r->next != g || pick_rank(stage) == NULL)
 			continue; /* things moved while the map was computed */
-		r->next++;
 		slot = slot_of(stage, r, g);
-		if (slot->position == g && slot->state == SLOT_DONE)
+		if (slot->position == g && slot->state == SLOT_DONE) {
+			r->next++;
 			continue; /* served before it was staged */
+		}
+		sample = epoch_map_sample(
+		        sampler, map, r->rank + (g % stage->job->per_rank) * sampler->world_size);
+		ring_slot = r->api_ring ? reserve_ring(stage, r, sample, g, ring_offset) : 0;
+		if (ring_slot < 0) {
+			r->api_ring_full = true; /* until a task releases a slot */
+			continue;
+		}
+		r->next++;
 		*slot = (struct stage_slot){
 			.position = g,
-			.sample = epoch_map_sample(sampler, map,
-			                           r->rank + (g % stage->job->per_rank) *
-			                                             sampler->world_size),
+			.sample = sample,
 			.state = SLOT_STAGING,
+			.ring_slot = (uint32_t)ring_slot,
 		};
 		*rank = r;
 		*out = slot;
@@ -268,21 +353,55 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 	return false;
 }
 
+/*
+ * Stage @slot's sample into @r's API ring at @offset (reserved): written
+ * without the lock, published READY with it. Called and returns locked.
+ */
+static void stage_ring_into(struct stage *stage, struct stage_rank *r, struct stage_slot *slot,
+                            uint64_t position, uint64_t offset)
+{
+	uint32_t sample = slot->sample, ring_slot = slot->ring_slot - 1;
+	struct stage_ring *ring = r->api_ring;
+	nopfs_wire_source source = NOPFS_FROM_PFS;
+	nopfs_status status;
+
+	pthread_mutex_unlock(&stage->lock);
+	status = stage_fill_memory(stage, sample, stage_ring_data(ring, offset), &source);
+	pthread_mutex_lock(&stage->lock);
+	if (status == NOPFS_OK && slot->position == position && slot->state == SLOT_STAGING) {
+		stage_ring_publish(ring, ring_slot,
+		                   nopfs_catalog_label(stage->job->catalog, sample), source);
+		agent_count(&stage->stats->staged, nopfs_catalog_size(stage->job->catalog, sample));
+		slot->state = SLOT_STAGED;
+		slot->source = (uint8_t)source;
+	} else {
+		stage_ring_cancel(ring, ring_slot);
+		r->api_ring_full = false;
+		if (slot->position == position)
+			slot->state = status == NOPFS_OK ? SLOT_EMPTY : SLOT_FAILED;
+	}
+	pthread_cond_broadcast(&stage->ready);
+}
+
 static void *stager_main(void *arg)
 {
 	struct stage_worker *worker = arg;
 	struct stage *stage = worker->stage;
 	struct stage_rank *r;
 	struct stage_slot *slot;
-	uint64_t position;
+	uint64_t position, ring_offset = 0;
 
 	pthread_mutex_lock(&stage->lock);
-	while (next_job(stage, &r, &slot, &position)) {
+	while (next_job(stage, &r, &slot, &position, &ring_offset)) {
 		uint32_t sample = slot->sample;
 		nopfs_wire_source source = NOPFS_FROM_PFS;
 		char temporary[64];
 		nopfs_status status;
 
+		if (slot->ring_slot) {
+			stage_ring_into(stage, r, slot, position, ring_offset);
+			continue;
+		}
 		snprintf(temporary, sizeof(temporary), ".w%u.%" PRIu32, worker->id, sample);
 		pthread_mutex_unlock(&stage->lock);
 		status = stage_write_temporary(stage, worker, sample, temporary, &source);
@@ -359,9 +478,8 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 		return NOPFS_ERR_RANGE;
 	size = nopfs_catalog_size(stage->job->catalog, sample);
 	pthread_mutex_lock(&stage->lock);
+	/* A known rank's request never completes another rank's position. */
 	claimed = find_claim(stage, rank, (uint32_t)sample, false, &claim);
-	if (!claimed && rank >= 0)
-		claimed = find_claim(stage, -1, (uint32_t)sample, false, &claim);
 	if (claimed) {
 		struct stage_slot *slot = slot_of(stage, claim.rank, claim.position);
 
@@ -385,6 +503,8 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 				pthread_mutex_unlock(&stage->lock);
 				return NOPFS_OK;
 			}
+			/* In the API ring but asked for: served below, the ring copy goes. */
+			leave_staged(stage, claim.rank, slot);
 		}
 		complete(stage, claim.rank, claim.position, true);
 	} else {
@@ -409,6 +529,106 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 			            size);
 		return status;
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * The C API's rings.
+ */
+
+static struct stage_rank *local_rank(struct stage *stage, int32_t rank)
+{
+	for (uint32_t i = 0; rank >= 0 && i < stage->rank_count; i++)
+		if (stage->ranks[i].rank == (uint32_t)rank)
+			return &stage->ranks[i];
+	return NULL;
+}
+
+/*
+ * Restage what @r has staged ahead as files, now that its samples go to a
+ * ring: the files go (or their stagers drop them) and staging restarts at
+ * the cursor.
+ */
+static void restage_window(struct stage *stage, struct stage_rank *r)
+{
+	for (uint64_t g = r->cursor; g < r->next; g++) {
+		struct stage_slot *slot = slot_of(stage, r, g);
+
+		if (slot->position != g)
+			continue;
+		if (slot->state == SLOT_STAGED) {
+			leave_staged(stage, r, slot);
+			agent_count(&stage->stats->staged_unused,
+			            nopfs_catalog_size(stage->job->catalog, slot->sample));
+			slot->state = SLOT_EMPTY;
+		} else if (slot->state == SLOT_STAGING) {
+			slot->state = SLOT_ABANDONED;
+		} else if (slot->state == SLOT_FAILED) {
+			slot->state = SLOT_EMPTY;
+		}
+	}
+	r->next = r->cursor;
+	while (r->next < r->end && slot_of(stage, r, r->next)->position == r->next &&
+	       slot_of(stage, r, r->next)->state == SLOT_DONE)
+		r->next++;
+}
+
+nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint32_t *slots,
+                               uint64_t *bytes)
+{
+	const struct job *job = stage->job;
+	struct stage_rank *r;
+	nopfs_status status = NOPFS_OK;
+
+	pthread_mutex_lock(&stage->lock);
+	r = local_rank(stage, rank);
+	if (!r) {
+		pthread_mutex_unlock(&stage->lock);
+		return NOPFS_ERR_RANGE;
+	}
+	if (!r->api_ring) {
+		/* Room for a window of average samples twice over, and a few of the largest. */
+		uint64_t mean = job->dataset_bytes / job->sampler.count + 1;
+		uint64_t data = 2 * (uint64_t)stage->window * mean;
+
+		if (data < 4 * job->max_sample_size)
+			data = 4 * job->max_sample_size;
+		r->api_ring = calloc(1, sizeof(*r->api_ring));
+		status = r->api_ring ? stage_ring_create(r->api_ring, stage->directory, r->rank,
+		                                         (uint32_t)stage->ring_size, data)
+		                     : NOPFS_ERR_NOMEM;
+		if (status != NOPFS_OK) {
+			free(r->api_ring);
+			r->api_ring = NULL;
+		} else {
+			restage_window(stage, r);
+		}
+	}
+	if (status == NOPFS_OK) {
+		*fd = dup(r->api_ring->fd);
+		*slots = r->api_ring->slot_count;
+		*bytes = r->api_ring->bytes;
+		if (*fd < 0)
+			status = NOPFS_ERR_IO;
+	}
+	pthread_cond_broadcast(&stage->work);
+	pthread_mutex_unlock(&stage->lock);
+	return status;
+}
+
+void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample)
+{
+	struct stage_rank *r;
+	uint64_t position;
+
+	pthread_mutex_lock(&stage->lock);
+	r = local_rank(stage, rank);
+	if (r && r->api_ring) {
+		if (stage_ring_released(r->api_ring, slot, sample, &position))
+			complete_released(stage, r, position);
+		collect_released(stage, r);
+		pthread_cond_broadcast(&stage->work);
+	}
+	pthread_mutex_unlock(&stage->lock);
 }
 
 /* ------------------------------------------------------------------------
@@ -519,6 +739,10 @@ void stage_fini(struct stage *stage)
 			            nopfs_catalog_size(stage->job->catalog, slot->sample));
 		}
 		free(stage->ranks[i].ring);
+		if (stage->ranks[i].api_ring) {
+			stage_ring_destroy(stage->ranks[i].api_ring);
+			free(stage->ranks[i].api_ring);
+		}
 	}
 	free(stage->ranks);
 	free(stage->staged_claims);

@@ -83,6 +83,17 @@ void stage_opened(struct stage *stage, const char *name);
 nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, void *buffer,
                            int *fd, nopfs_wire_source *source);
 
+/*
+ * Stage @rank's samples into an API ring from now on (created on first call)
+ * and give the caller a new descriptor of its file, its slots and size.
+ * NOPFS_ERR_RANGE when the rank is not local.
+ */
+nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint32_t *slots,
+                               uint64_t *bytes);
+
+/* A task of @rank released ring slot @slot holding @sample (RELEASE). */
+void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample);
+
 /* Live per-rank progress as a new JSON array (caller owns it). */
 json_t *stage_progress_json(struct stage *stage);
 

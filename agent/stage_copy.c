@@ -18,23 +18,35 @@
  * Names and files in the stage directory.
  */
 
-void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample)
+/* The one name of @rank's copy of @sample: its path's, or its index's when that is too long. */
+static void staged_name(struct stage *stage, uint32_t rank, uint32_t sample, char *name,
+                        size_t length)
 {
-	char name[300], relative[4096];
+	char relative[4096];
 
-	nopfs_stage_name_for_index(rank, sample, name, sizeof(name));
-	unlinkat(stage->directory_fd, name, 0);
-	if (nopfs_catalog_path(stage->job->catalog, sample, relative, sizeof(relative)) ==
-	            NOPFS_OK &&
-	    nopfs_stage_name_for_path(rank, relative, name, sizeof(name)))
-		unlinkat(stage->directory_fd, name, 0);
+	if (nopfs_catalog_path(stage->job->catalog, sample, relative, sizeof(relative)) !=
+	            NOPFS_OK ||
+	    !nopfs_stage_name_for_path(rank, relative, name, length))
+		nopfs_stage_name_for_index(rank, sample, name, length);
 }
 
-/* Fill @fd with @sample from the best local source, else the PFS. */
+void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample)
+{
+	char name[300];
+
+	staged_name(stage, rank, sample, name, sizeof(name));
+	unlinkat(stage->directory_fd, name, 0);
+}
+
+/*
+ * Fill @fd with @sample from the best local source, else the PFS; with @fd
+ * < 0 fill @buffer itself. @buffer has room for the sample either way.
+ */
 static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void *buffer,
                               const struct timespec *deadline, nopfs_wire_source *source)
 {
 	const struct job *job = stage->job;
+	uint64_t size = nopfs_catalog_size(job->catalog, sample);
 	int t = nopfs_placement_tier_on(job->placement, job->node, sample);
 	nopfs_status status;
 
@@ -49,14 +61,13 @@ static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void
 		if (status == NOPFS_OK) {
 			if (fetched) {
 				/* Help-out: the buffer already holds the bytes. */
-				agent_count(&stage->stats->help_out,
-				            nopfs_catalog_size(job->catalog, sample));
+				agent_count(&stage->stats->help_out, size);
 				*source = NOPFS_FROM_PFS;
-				return write_all(fd, buffer,
-				                 nopfs_catalog_size(job->catalog, sample));
+				return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
 			}
 			*source = tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;
-			return tier_copy_to_fd(tier, (uint64_t)position, fd);
+			return fd < 0 ? tier_read(tier, (uint64_t)position, buffer)
+			              : tier_copy_to_fd(tier, (uint64_t)position, fd);
 		}
 		if (status == NOPFS_ERR_TIMEOUT)
 			return status;
@@ -66,7 +77,13 @@ static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void
 	if (status != NOPFS_OK)
 		return status;
 	*source = NOPFS_FROM_PFS;
-	return write_all(fd, buffer, nopfs_catalog_size(job->catalog, sample));
+	return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
+}
+
+nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,
+                               nopfs_wire_source *source)
+{
+	return fill_copy(stage, sample, -1, dest, NULL, source);
 }
 
 /* Write @sample under the temporary name @temporary. */
@@ -90,26 +107,17 @@ nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *wor
 }
 
 /*
- * Give a written copy its two names and drop the temporary one. Called with
- * the lock held, so a task that opens a name finds its slot already staged.
+ * Give a written copy its name and drop the temporary one. Called with the
+ * lock held, so a task that opens the name finds its slot already staged.
  */
 nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
                            const char *temporary)
 {
-	char name[300], relative[4096];
+	char name[300];
 	nopfs_status status = NOPFS_OK;
 
-	nopfs_stage_name_for_index(rank, sample, name, sizeof(name));
+	staged_name(stage, rank, sample, name, sizeof(name));
 	if (linkat(stage->directory_fd, temporary, stage->directory_fd, name, 0) != 0 &&
-	    errno != EEXIST) {
-		nopfs_error("stage: cannot link '%s/%s': %m", stage->directory, name);
-		status = NOPFS_ERR_IO;
-	}
-	if (status == NOPFS_OK &&
-	    nopfs_catalog_path(stage->job->catalog, sample, relative, sizeof(relative)) ==
-	            NOPFS_OK &&
-	    nopfs_stage_name_for_path(rank, relative, name, sizeof(name)) &&
-	    linkat(stage->directory_fd, temporary, stage->directory_fd, name, 0) != 0 &&
 	    errno != EEXIST) {
 		nopfs_error("stage: cannot link '%s/%s': %m", stage->directory, name);
 		status = NOPFS_ERR_IO;
@@ -153,10 +161,10 @@ nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer
  */
 int stage_open_staged(struct stage *stage, uint32_t rank, uint32_t sample)
 {
-	char name[64], hidden[64];
+	char name[300], hidden[64];
 	int fd;
 
-	nopfs_stage_name_for_index(rank, sample, name, sizeof(name));
+	staged_name(stage, rank, sample, name, sizeof(name));
 	snprintf(hidden, sizeof(hidden), ".r%" PRIu32 ".%" PRIu32, rank, sample);
 	if (linkat(stage->directory_fd, name, stage->directory_fd, hidden, 0) != 0)
 		return -1;

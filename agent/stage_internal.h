@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "stage.h"
+#include "stage_ring.h"
 
 enum slot_state {
 	SLOT_EMPTY = 0,
@@ -20,6 +21,7 @@ struct stage_slot {
 	uint32_t sample;
 	uint8_t state;
 	uint8_t source;
+	uint32_t ring_slot; /* slot + 1 in the rank's API ring; 0: a file */
 };
 
 struct stage_rank {
@@ -28,6 +30,8 @@ struct stage_rank {
 	uint64_t next;   /* next position to stage */
 	uint64_t end;    /* epochs * per_rank */
 	struct stage_slot *ring;
+	struct stage_ring *api_ring; /* set once a C API process of the rank asks */
+	bool api_ring_full;
 };
 
 struct stage_worker {
@@ -38,7 +42,7 @@ struct stage_worker {
 	void *buffer;
 };
 
-/* Remove both names of @sample's copy staged for @rank. */
+/* Remove the name of @sample's copy staged for @rank. */
 void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample);
 
 /* Write @sample under the temporary name @temporary (no lock needed). */
@@ -46,7 +50,11 @@ nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *wor
                                    uint32_t sample, const char *temporary,
                                    nopfs_wire_source *source);
 
-/* Give a written copy its names for @rank (lock held). */
+/* Fill @dest (room for the sample) with @sample from the best source. */
+nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,
+                               nopfs_wire_source *source);
+
+/* Give a written copy its name for @rank (lock held). */
 nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
                            const char *temporary);
 

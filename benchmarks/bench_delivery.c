@@ -4,11 +4,12 @@
  *    the same bytes out of memory and reading them;
  *  - interposer: open + read + close of dataset paths (served from staged
  *    copies), versus open + read + close of plain files on tmpfs.
- * Run under LD_PRELOAD of libnopfs_preload.so with an agent serving rank 0 of
- * a one-rank job over --data (see bench_delivery.sh). Samples are consumed in
- * rank 0's stream order; before each batch of a window the benchmark waits
- * (untimed) until the agent has staged it, so what is timed is delivery, not
- * the PFS.
+ * Run under LD_PRELOAD of libnopfs_preload.so with an agent serving ranks 0
+ * and 1 of a two-rank job over --data (see bench_delivery.sh): rank 0 reads
+ * through the C API (its samples staged into the rank's ring), rank 1 through
+ * the interposer (staged files). Samples are consumed in each rank's stream
+ * order; before each batch the benchmark waits (untimed) until the agent has
+ * staged it, so what is timed is delivery, not the PFS.
  */
 #include "config.h"
 
@@ -18,12 +19,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "catalog.h"
 #include "nopfs.h"
+#include "ring.h"
+#include "runtime.h"
 #include "sampler.h"
 
 static double now(void)
@@ -45,16 +49,21 @@ static uint64_t touch(const void *data, uint64_t size)
 	return sum;
 }
 
-/* Wait (untimed) until rank 0's next @count samples are staged, up to 30 s. */
-static int wait_staged(const char *stage_dir, const uint32_t *stream, uint64_t count)
+/* Wait (untimed) until rank 1's next @count samples are staged as files, up to 30 s. */
+static int wait_files(const struct nopfs_catalog *catalog, const char *stage_dir,
+                      const uint32_t *stream, uint64_t count)
 {
-	char path[4096];
+	char path[8192], relative[4096], name[300];
 	double deadline = now() + 30;
 
 	for (uint64_t i = 0; i < count; i++) {
 		struct stat st;
 
-		snprintf(path, sizeof(path), "%s/i0.%" PRIu32, stage_dir, stream[i]);
+		if (nopfs_catalog_path(catalog, stream[i], relative, sizeof(relative)) !=
+		            NOPFS_OK ||
+		    !nopfs_stage_name_for_path(1, relative, name, sizeof(name)))
+			nopfs_stage_name_for_index(1, stream[i], name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", stage_dir, name);
 		while (stat(path, &st) != 0) {
 			if (now() > deadline) {
 				fprintf(stderr, "bench_delivery: %s not staged within 30 s\n",
@@ -64,6 +73,49 @@ static int wait_staged(const char *stage_dir, const uint32_t *stream, uint64_t c
 			usleep(1000);
 		}
 	}
+	return 0;
+}
+
+/* Wait (untimed) until rank 0's ring holds its next @count samples, up to 30 s. */
+static int wait_ring(const char *stage_dir, const uint32_t *stream, uint64_t count)
+{
+	char path[4096];
+	double deadline = now() + 30;
+	struct stat st;
+	void *ring;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/.ring0", stage_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0)
+		return -1;
+	ring = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (ring == MAP_FAILED)
+		return -1;
+	for (uint64_t i = 0; i < count; i++) {
+		const struct nopfs_ring_header *header = ring;
+		bool ready = false;
+
+		while (!ready) {
+			for (uint32_t s = 0; s < header->slots && !ready; s++) {
+				struct nopfs_ring_slot *slot = &nopfs_ring_slots(ring)[s];
+
+				ready = atomic_load(&slot->state) == NOPFS_RING_READY &&
+				        slot->sample == stream[i];
+			}
+			if (!ready && now() > deadline) {
+				fprintf(stderr,
+				        "bench_delivery: sample %" PRIu32 " not in the ring\n",
+				        stream[i]);
+				munmap(ring, (size_t)st.st_size);
+				return -1;
+			}
+			if (!ready)
+				usleep(1000);
+		}
+	}
+	munmap(ring, (size_t)st.st_size);
 	return 0;
 }
 
@@ -91,12 +143,13 @@ int main(int argc, char **argv)
 	struct nopfs_catalog_options options = { .format = NOPFS_INDEX_IMAGEFOLDER, .root = data };
 	struct nopfs_catalog *catalog;
 	struct nopfs_client *client;
-	struct nopfs_sampler sampler = { .world_size = 1, .seed = 42, .shuffle = true };
-	uint32_t *perm;
+	struct nopfs_sampler sampler = { .world_size = 2, .seed = 42, .shuffle = true };
+	uint32_t *perm, *stream;
 	uint64_t count, sum = 0, max = 0;
 	double api_time = 0, memcpy_time = 0, interposer_time = 0, tmpfs_time = 0;
 	char path[8192], copy[4096];
 	void *buffer, *source;
+	char *arena;
 
 	if (!data || !stage_dir) {
 		fprintf(stderr, "usage: NOPFS_STAGE_DIR=... %s DATASET [TMPDIR] [WINDOW]\n",
@@ -111,56 +164,67 @@ int main(int argc, char **argv)
 		if (nopfs_catalog_size(catalog, k) > max)
 			max = nopfs_catalog_size(catalog, k);
 	perm = malloc(count * sizeof(*perm));
+	stream = malloc(count * sizeof(*stream));
 	buffer = malloc(max);
 	source = malloc(max);
-	if (!perm || !buffer || !source || nopfs_client_connect(NULL, 0, &client) != NOPFS_OK) {
+	arena = malloc(max * window);
+	if (!perm || !stream || !buffer || !source || !arena ||
+	    nopfs_client_connect(NULL, 0, &client) != NOPFS_OK) {
 		fprintf(stderr, "bench_delivery: cannot set up (is the agent running?)\n");
 		return 1;
 	}
 	memset(source, 7, max);
 
-	/* Epoch 0 through the API, against memcpy of the same sizes. */
+	/* Rank 0, epoch 0, through the API, against memcpy of the same sizes. */
 	nopfs_sampler_permutation(&sampler, 0, perm);
+	nopfs_sampler_rank_stream(&sampler, perm, 0, stream);
+	count = nopfs_sampler_per_rank(&sampler);
 	for (uint64_t base = 0; base < count; base += window) {
 		uint64_t n = count - base < window ? count - base : window;
 		double start;
 
-		if (wait_staged(stage_dir, perm + base, n) != 0)
+		if (wait_ring(stage_dir, stream + base, n) != 0)
 			return 1;
 		start = now();
 		for (uint64_t i = 0; i < n; i++) {
 			struct nopfs_sample sample;
 
-			if (nopfs_client_get(client, perm[base + i], &sample) != NOPFS_OK)
+			if (nopfs_client_get(client, stream[base + i], &sample) != NOPFS_OK)
 				return 1;
 			sum += touch(sample.data, sample.size);
 			nopfs_client_release(client, &sample);
 		}
 		api_time += now() - start;
+		/* The baseline copies each sample's bytes from its own place in memory. */
+		for (uint64_t i = 0, at = 0; i < n; i++) {
+			memset(arena + at, (int)i, nopfs_catalog_size(catalog, stream[base + i]));
+			at += nopfs_catalog_size(catalog, stream[base + i]);
+		}
 		start = now();
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t size = nopfs_catalog_size(catalog, perm[base + i]);
+		for (uint64_t i = 0, at = 0; i < n; i++) {
+			uint64_t size = nopfs_catalog_size(catalog, stream[base + i]);
 
-			memcpy(buffer, source, size);
+			memcpy(buffer, arena + at, size);
 			sum += touch(buffer, size);
+			at += size;
 		}
 		memcpy_time += now() - start;
 	}
 
-	/* Epoch 1 through the interposer, against plain files on tmpfs. */
-	nopfs_sampler_permutation(&sampler, 1, perm);
+	/* Rank 1, epoch 0, through the interposer, against plain files on tmpfs. */
+	nopfs_sampler_rank_stream(&sampler, perm, 1, stream);
 	for (uint64_t base = 0; base < count; base += window) {
 		uint64_t n = count - base < window ? count - base : window;
 		double start;
 
-		if (wait_staged(stage_dir, perm + base, n) != 0)
+		if (wait_files(catalog, stage_dir, stream + base, n) != 0)
 			return 1;
 		start = now();
 		for (uint64_t i = 0; i < n; i++) {
-			uint64_t size = nopfs_catalog_size(catalog, perm[base + i]);
+			uint64_t size = nopfs_catalog_size(catalog, stream[base + i]);
 			size_t used = (size_t)snprintf(path, sizeof(path), "%s/", data);
 
-			nopfs_catalog_path(catalog, perm[base + i], path + used,
+			nopfs_catalog_path(catalog, stream[base + i], path + used,
 			                   sizeof(path) - used);
 			if (read_file(path, buffer, size, &sum) != 0) {
 				fprintf(stderr, "bench_delivery: reading %s failed\n", path);
@@ -175,14 +239,14 @@ int main(int argc, char **argv)
 			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
 			fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 			if (fd < 0 ||
-			    write(fd, source, nopfs_catalog_size(catalog, perm[base + i])) < 0)
+			    write(fd, source, nopfs_catalog_size(catalog, stream[base + i])) < 0)
 				return 1;
 			close(fd);
 		}
 		start = now();
 		for (uint64_t i = 0; i < n; i++) {
 			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
-			if (read_file(copy, buffer, nopfs_catalog_size(catalog, perm[base + i]),
+			if (read_file(copy, buffer, nopfs_catalog_size(catalog, stream[base + i]),
 			              &sum) != 0)
 				return 1;
 		}
@@ -193,8 +257,11 @@ int main(int argc, char **argv)
 		unlink(copy);
 	}
 
-	printf("delivery of %" PRIu64 " samples (mean %.1f KiB), checksum %" PRIx64 "\n", count,
-	       (double)nopfs_catalog_total_bytes(catalog) / (double)count / 1024, sum);
+	printf("delivery of %" PRIu64 " samples per path (mean %.1f KiB), checksum %" PRIx64 "\n",
+	       count,
+	       (double)nopfs_catalog_total_bytes(catalog) / (double)nopfs_catalog_count(catalog) /
+	               1024,
+	       sum);
 	printf("  C API get+read+release   %8.2f us/sample   memcpy+read %8.2f us/sample   "
 	       "ratio %.2f (target >= 0.8)\n",
 	       api_time / (double)count * 1e6, memcpy_time / (double)count * 1e6,
@@ -206,7 +273,9 @@ int main(int argc, char **argv)
 	nopfs_client_disconnect(client);
 	nopfs_catalog_destroy(catalog);
 	free(perm);
+	free(stream);
 	free(buffer);
 	free(source);
+	free(arena);
 	return 0;
 }

@@ -7,6 +7,9 @@ top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
 python=${NOPFS_PYTHON:-/usr/bin/python3}
 samples=${BENCH_SAMPLES:-2000}
+# Each rank's whole stream is staged before it is read, so that what is timed
+# is delivery alone, not the agent staging concurrently on a small machine.
+window=$((samples / 2))
 work=$(mktemp -d /tmp/nopfs-bench-delivery.XXXXXX)
 job="bench-delivery-$$"
 agent_pid=
@@ -16,14 +19,15 @@ cleanup() {
 		kill "$agent_pid" 2>/dev/null || true
 		wait "$agent_pid" 2>/dev/null || true
 	fi
-	rm -rf "$work" "/dev/shm/nopfs-$job"
+	[ -n "${BENCH_KEEP:-}" ] || rm -rf "$work" "/dev/shm/nopfs-$job"
 }
 trap cleanup EXIT
 
 "$python" "$top_srcdir/contrib/make-dataset" "$work/data" --samples "$samples" --classes 20 \
 	--mean 110K --sd 0 >/dev/null
-"$top_builddir/nopfs-agent" --dataset "$work/data" --seed 42 --epochs 2 --world-size 1 \
-	--ranks 0 --tier ram:512M --job-id "$job" --runtime-dir "$work/run" \
+"$top_builddir/nopfs-agent" --dataset "$work/data" --seed 42 --epochs 1 --world-size 2 \
+	--ranks 0,1 --tier ram:512M --stage-window "$window" --job-id "$job" \
+	--runtime-dir "$work/run" \
 	--report "$work/report.json" --log "$work/agent.log" &
 agent_pid=$!
 deadline=$(($(date +%s) + 60))
@@ -37,9 +41,9 @@ while [ ! -e "$work/run/ready" ]; do
 done
 
 NOPFS_SOCKET="$work/run/agent.sock" NOPFS_STAGE_DIR="/dev/shm/nopfs-$job" \
-	NOPFS_DATASET="$work/data" NOPFS_RANK=0 \
+	NOPFS_DATASET="$work/data" NOPFS_RANK=1 \
 	LD_PRELOAD="$top_builddir/lib/.libs/libnopfs_preload.so" \
-	"$top_builddir/benchmarks/bench_delivery" "$work/data" /dev/shm 256
+	"$top_builddir/benchmarks/bench_delivery" "$work/data" /dev/shm "$window"
 
 kill -TERM "$agent_pid"
 wait "$agent_pid" || true

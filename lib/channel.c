@@ -153,8 +153,9 @@ static nopfs_status exchange(struct nopfs_channel *channel, struct nopfs_wire_me
 	} else if (received.type != expected && received.type != NOPFS_WIRE_ERROR) {
 		*why = "unexpected reply type";
 		status = NOPFS_ERR_FORMAT;
-	} else if (passed >= 0 && received.type != NOPFS_WIRE_SAMPLE) {
-		/* Only SAMPLE carries a descriptor; drop a stray one. */
+	} else if (passed >= 0 && received.type != NOPFS_WIRE_SAMPLE &&
+	           received.type != NOPFS_WIRE_RING_FD) {
+		/* Only SAMPLE and RING_FD carry a descriptor; drop a stray one. */
 		close(passed);
 		passed = -1;
 	}
@@ -206,6 +207,7 @@ nopfs_status nopfs_channel_connect(struct nopfs_channel *channel, const char **w
 	channel->node = welcome.u.welcome.node;
 	channel->world_size = welcome.u.welcome.world_size;
 	channel->samples = welcome.u.welcome.samples;
+	channel->agent_flags = welcome.u.welcome.flags;
 	channel->failures = 0;
 	channel->retry_at_ms = 0;
 	return NOPFS_OK;
@@ -235,6 +237,21 @@ nopfs_status nopfs_channel_call(struct nopfs_channel *channel, struct nopfs_wire
 			return status;
 	}
 	status = exchange(channel, request, expected, reply, fd, why);
+	if (status != NOPFS_OK && status != NOPFS_ERR_INVALID)
+		nopfs_channel_fail(channel);
+	return status;
+}
+
+nopfs_status nopfs_channel_notify(struct nopfs_channel *channel, struct nopfs_wire_message *message)
+{
+	nopfs_status status;
+
+	if (!owns_socket(channel))
+		return NOPFS_ERR_UNSUPPORTED; /* only on the connection that got the ring */
+	message->request_id = channel->next_request_id++;
+	if (channel->next_request_id == 0)
+		channel->next_request_id = 1;
+	status = nopfs_wire_send(channel->socket, message, -1);
 	if (status != NOPFS_OK && status != NOPFS_ERR_INVALID)
 		nopfs_channel_fail(channel);
 	return status;

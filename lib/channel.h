@@ -41,6 +41,7 @@ struct nopfs_channel {
 	uint32_t node;       /* from WELCOME */
 	uint32_t world_size;
 	uint64_t samples;
+	uint32_t agent_flags; /* NOPFS_WIRE_FLAG_* the agent's WELCOME announced */
 	/* Replies are decoded here; their strings stay valid until the next call. */
 	uint8_t buffer[NOPFS_WIRE_HEADER_SIZE + NOPFS_WIRE_MAX_PAYLOAD];
 };
@@ -71,6 +72,14 @@ nopfs_status nopfs_channel_connect(struct nopfs_channel *channel, const char **w
 nopfs_status nopfs_channel_call(struct nopfs_channel *channel, struct nopfs_wire_message *request,
                                 nopfs_wire_type expected, struct nopfs_wire_message *reply, int *fd,
                                 const char **why);
+
+/*
+ * Send @message, which has no reply, on the current connection only (a
+ * notification makes no sense on a new one): NOPFS_ERR_UNSUPPORTED when not
+ * connected in this process.
+ */
+nopfs_status nopfs_channel_notify(struct nopfs_channel *channel,
+                                  struct nopfs_wire_message *message);
 
 /* Close the connection after a failure the caller found, and back off. */
 void nopfs_channel_fail(struct nopfs_channel *channel);

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "client_ring.h"
 #include "log.h"
 #include "nopfs.h"
 #include "runtime.h"
@@ -30,6 +31,7 @@
 
 struct nopfs_client {
 	struct nopfs_channel channel;
+	struct client_ring ring;
 	struct nopfs_stage_index index; /* unmapped when absent or invalid */
 	char stage_dir[PATH_MAX];       /* "" when not set */
 	char dataset[PATH_MAX];         /* "" when not set */
@@ -124,6 +126,7 @@ nopfs_status nopfs_client_connect(const char *socket_path, int rank, struct nopf
 	copy_env(NOPFS_ENV_STAGE_DIR, client->stage_dir, sizeof(client->stage_dir));
 	copy_env(NOPFS_ENV_DATASET, client->dataset, sizeof(client->dataset));
 	map_stage_index(client);
+	client_ring_attach(&client->ring, &client->channel);
 	*out = client;
 	return NOPFS_OK;
 
@@ -137,6 +140,7 @@ void nopfs_client_disconnect(struct nopfs_client *client)
 	if (!client)
 		return;
 	nopfs_channel_close(&client->channel);
+	client_ring_detach(&client->ring);
 	nopfs_stage_index_unmap(&client->index);
 	free(client);
 }
@@ -382,6 +386,8 @@ nopfs_status nopfs_client_get(struct nopfs_client *client, uint64_t index,
 		            client->channel.samples);
 		return NOPFS_ERR_RANGE;
 	}
+	if (client_ring_take(&client->ring, index, sample))
+		return NOPFS_OK;
 	if (get_staged(client, index, sample) == NOPFS_OK)
 		return NOPFS_OK;
 	if (get_from_agent(client, index, sample) == NOPFS_OK)
@@ -393,6 +399,8 @@ void nopfs_client_release(struct nopfs_client *client, struct nopfs_sample *samp
 {
 	if (!sample)
 		return;
+	if (sample->ring_slot && client)
+		client_ring_release(&client->ring, &client->channel, sample);
 	if (sample->mapping)
 		munmap(sample->mapping, sample->mapping_length);
 	memset(sample, 0, sizeof(*sample));

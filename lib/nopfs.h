@@ -53,6 +53,7 @@ struct nopfs_sample {
 	/* Private to the API. */
 	void *mapping;
 	size_t mapping_length;
+	uint32_t ring_slot; /* slot + 1 in the rank's staging ring, 0 for none */
 };
 
 /*

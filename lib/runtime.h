@@ -13,19 +13,20 @@
  *   NOPFS_DEBUG        set to 1 for the interposer's debug log on stderr
  *
  * Staging: the agent stages each rank's next samples, in that rank's access
- * order, as complete files in the staging directory. A staged sample has two
- * names (hard links), both naming the rank it is staged for:
- * "i<rank>.<index>" (decimal rank and sample index, for the C API) and
- * "p<rank>.<escaped relative path>" (for the interposer, which knows only the
- * path; '%' is written "%25" and '/' "%2F"). Per-rank names let the agent
- * tell which rank read a copy (an open does not say who opened it), and keep
- * two ranks that need the same sample from sharing one copy. A task that does
- * not know its rank skips this fast path. A file appears under its names only
- * once complete (written under a temporary name, then linked). A task opens
- * it read-only; the agent sees the open (inotify) and removes both names, so
- * the memory is freed when the task closes it. Anything not staged is asked
- * of the agent over the socket (see wire.h); if that fails or times out, the
- * task reads the PFS itself.
+ * order, as complete files in the staging directory, named for the rank they
+ * are staged for: "p<rank>.<escaped relative path>" ('%' is written "%25" and
+ * '/' "%2F"), which the interposer computes from the path it is asked to
+ * open, or "i<rank>.<index>" (decimal rank and sample index) when the path
+ * name would not fit NAME_MAX or the dataset has no paths. Per-rank names let
+ * the agent tell which rank read a copy (an open does not say who opened it),
+ * and keep two ranks that need the same sample from sharing one copy. A task
+ * that does not know its rank skips this fast path. A file appears under its
+ * name only once complete (written under a temporary name, then linked). A
+ * task opens it read-only; the agent sees the open (inotify) and removes the
+ * name, so the memory is freed when the task closes it. Anything not staged
+ * is asked of the agent over the socket (see wire.h); if that fails or times
+ * out, the task reads the PFS itself. A C API process instead takes its
+ * rank's samples from a staging ring it maps (ring.h).
  *
  * The agent also publishes "index" in the staging directory for the C API:
  * a header, then for every sample its size (u64) and label (i64), then

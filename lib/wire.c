@@ -25,6 +25,9 @@
 #define GET_LENGTH         16
 #define SAMPLE_LENGTH      32
 #define STATS_LENGTH       0
+#define RELEASE_LENGTH     16
+#define RING_LENGTH        8
+#define RING_FD_LENGTH     16
 #define ERROR_FIXED_LENGTH 8
 
 /* Messages up to this size are sent from the stack (OPEN with a long path). */
@@ -102,6 +105,15 @@ static bool length_fits_type(uint16_t type, uint32_t length, const char **why)
 	case NOPFS_WIRE_ERROR:
 		*why = "ERROR payload shorter than its fixed part";
 		return length >= ERROR_FIXED_LENGTH;
+	case NOPFS_WIRE_RELEASE:
+		*why = "RELEASE payload is not 16 bytes";
+		return length == RELEASE_LENGTH;
+	case NOPFS_WIRE_RING:
+		*why = "RING payload is not 8 bytes";
+		return length == RING_LENGTH;
+	case NOPFS_WIRE_RING_FD:
+		*why = "RING_FD payload is not 16 bytes";
+		return length == RING_FD_LENGTH;
 	}
 	*why = "unknown message type";
 	return false;
@@ -142,6 +154,12 @@ static uint32_t payload_length(const struct nopfs_wire_message *message, bool *v
 		     memchr(message->u.error.text, '\0', message->u.error.length)))
 			break;
 		return ERROR_FIXED_LENGTH + message->u.error.length;
+	case NOPFS_WIRE_RELEASE:
+		return RELEASE_LENGTH;
+	case NOPFS_WIRE_RING:
+		return RING_LENGTH;
+	case NOPFS_WIRE_RING_FD:
+		return RING_FD_LENGTH;
 	}
 	*valid = false;
 	return 0;
@@ -190,6 +208,20 @@ static void encode_payload(const struct nopfs_wire_message *message, uint8_t *p)
 		put_u32(p + 4, message->u.error.length);
 		if (message->u.error.length)
 			memcpy(p + 8, message->u.error.text, message->u.error.length);
+		break;
+	case NOPFS_WIRE_RELEASE:
+		put_u32(p, (uint32_t)message->u.release.rank);
+		put_u32(p + 4, message->u.release.slot);
+		put_u64(p + 8, message->u.release.index);
+		break;
+	case NOPFS_WIRE_RING:
+		put_u32(p, (uint32_t)message->u.ring.rank);
+		put_u32(p + 4, 0);
+		break;
+	case NOPFS_WIRE_RING_FD:
+		put_u32(p, message->u.ring_fd.slots);
+		put_u32(p + 4, 0);
+		put_u64(p + 8, message->u.ring_fd.bytes);
 		break;
 	}
 }
@@ -311,6 +343,26 @@ static nopfs_status decode_payload(const uint8_t *p, uint32_t length, struct nop
 		}
 		if (memchr(m->u.error.text, '\0', m->u.error.length)) {
 			*why = "ERROR text contains a NUL byte";
+			return NOPFS_ERR_FORMAT;
+		}
+		return NOPFS_OK;
+	case NOPFS_WIRE_RELEASE:
+		m->u.release.rank = (int32_t)get_u32(p);
+		m->u.release.slot = get_u32(p + 4);
+		m->u.release.index = get_u64(p + 8);
+		return NOPFS_OK;
+	case NOPFS_WIRE_RING:
+		m->u.ring.rank = (int32_t)get_u32(p);
+		if (get_u32(p + 4) != 0) {
+			*why = "RING reserved field is not zero";
+			return NOPFS_ERR_FORMAT;
+		}
+		return NOPFS_OK;
+	case NOPFS_WIRE_RING_FD:
+		m->u.ring_fd.slots = get_u32(p);
+		m->u.ring_fd.bytes = get_u64(p + 8);
+		if (get_u32(p + 4) != 0) {
+			*why = "RING_FD reserved field is not zero";
 			return NOPFS_ERR_FORMAT;
 		}
 		return NOPFS_OK;

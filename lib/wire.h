@@ -25,6 +25,12 @@
  *   STATS_TEXT agent -> task   JSON text (no NUL)
  *   ERROR      agent -> task   i32 status (nopfs_status), u32 text length,
  *                              text: why; the task then reads the PFS
+ *   RELEASE    task -> agent   i32 rank, u32 ring slot, u64 sample index: the
+ *                              task is done with a ring slot (no reply)
+ *   RING       task -> agent   i32 rank, u32 0: stage this rank's samples into
+ *                              a ring (ring.h) the task maps
+ *   RING_FD    agent -> task   u32 slots, u32 0, u64 file bytes; carries the
+ *                              ring file's descriptor
  *
  * Also malformed: a reserved ("0") field that is not zero, an empty OPEN
  * path, a SAMPLE source that is not a nopfs_wire_source, an ERROR status
@@ -54,6 +60,9 @@ typedef enum nopfs_wire_type {
 	NOPFS_WIRE_STATS = 6,
 	NOPFS_WIRE_STATS_TEXT = 7,
 	NOPFS_WIRE_ERROR = 8,
+	NOPFS_WIRE_RELEASE = 9,
+	NOPFS_WIRE_RING = 10,
+	NOPFS_WIRE_RING_FD = 11,
 } nopfs_wire_type;
 
 /* Where a served copy came from (SAMPLE.source, and the report's keys). */
@@ -67,6 +76,8 @@ typedef enum nopfs_wire_source {
 
 #define NOPFS_WIRE_FLAG_INTERPOSER 0x1u
 #define NOPFS_WIRE_FLAG_API        0x2u
+/* In WELCOME: the agent stages into rings on request (RING). */
+#define NOPFS_WIRE_FLAG_RING       0x4u
 
 /* A decoded message. Strings point into the caller's payload buffer. */
 struct nopfs_wire_message {
@@ -103,6 +114,18 @@ struct nopfs_wire_message {
 			uint32_t length;
 			const char *text;
 		} stats_text;
+		struct {
+			int32_t rank;
+			uint32_t slot;
+			uint64_t index;
+		} release;
+		struct {
+			int32_t rank;
+		} ring;
+		struct {
+			uint32_t slots;
+			uint64_t bytes;
+		} ring_fd;
 		struct {
 			int32_t status;
 			uint32_t length;

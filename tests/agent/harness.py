@@ -77,7 +77,7 @@ class Agent:
         cmd = [AGENT, "--dataset", ws.data, "--seed", str(seed), "--epochs", str(epochs),
                "--world-size", str(world_size), "--ranks", ",".join(map(str, ranks)),
                "--job-id", self.job_id, "--runtime-dir", self.runtime, "--stage-dir", self.stage,
-               "--report", self.report, "--log", self.log, "--bench-budget", "1"]
+               "--report", self.report, "--log", self.log, "--bench-budget", "1"] + (["--verbose"] if os.environ.get("NOPFS_TEST_VERBOSE") else [])
         for tier in tiers:
             cmd += ["--tier", tier]
         cmd += list(extra)

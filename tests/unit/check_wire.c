@@ -100,6 +100,45 @@ START_TEST(round_trip_every_type)
 }
 END_TEST
 
+START_TEST(ring_messages)
+{
+	struct nopfs_wire_message m = { .type = NOPFS_WIRE_RELEASE, .request_id = 3 }, out;
+	const char *why = NULL;
+
+	m.u.release.rank = 7;
+	m.u.release.slot = 511;
+	m.u.release.index = 1281166;
+	ck_assert_uint_eq(round_trip(&m, &out), NOPFS_WIRE_HEADER_SIZE + 16);
+	ck_assert_int_eq(out.u.release.rank, 7);
+	ck_assert_uint_eq(out.u.release.slot, 511);
+	ck_assert_uint_eq(out.u.release.index, 1281166);
+
+	m = (struct nopfs_wire_message){ .type = NOPFS_WIRE_RING, .request_id = 4 };
+	m.u.ring.rank = 2;
+	ck_assert_uint_eq(round_trip(&m, &out), NOPFS_WIRE_HEADER_SIZE + 8);
+	ck_assert_int_eq(out.u.ring.rank, 2);
+
+	m = (struct nopfs_wire_message){ .type = NOPFS_WIRE_RING_FD, .request_id = 5 };
+	m.u.ring_fd.slots = 512;
+	m.u.ring_fd.bytes = 1ULL << 33;
+	ck_assert_uint_eq(round_trip(&m, &out), NOPFS_WIRE_HEADER_SIZE + 16);
+	ck_assert_uint_eq(out.u.ring_fd.slots, 512);
+	ck_assert_uint_eq(out.u.ring_fd.bytes, 1ULL << 33);
+
+	/* Reserved fields must be zero; lengths must be those of the type. */
+	buffer[NOPFS_WIRE_HEADER_SIZE + 4] = 1;
+	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + 16, &out, &why),
+	                 NOPFS_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(why, "RING_FD reserved"));
+	m = (struct nopfs_wire_message){ .type = NOPFS_WIRE_RING };
+	nopfs_wire_encode(&m, buffer);
+	buffer[8] = 12; /* payload length 12 instead of 8 */
+	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + 12, &out, &why),
+	                 NOPFS_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(why, "RING payload is not 8 bytes"));
+}
+END_TEST
+
 START_TEST(header_is_little_endian)
 {
 	struct nopfs_wire_message m = { .type = NOPFS_WIRE_GET, .request_id = 0x01020304 };
@@ -190,7 +229,7 @@ START_TEST(malformed_messages_are_rejected)
 	length = valid_message(NOPFS_WIRE_GET);
 	buffer[6] = 0;
 	expect_malformed(length, NOPFS_ERR_FORMAT, "unknown message type");
-	buffer[6] = 9;
+	buffer[6] = 99; /* no such type */
 	expect_malformed(length, NOPFS_ERR_FORMAT, "unknown message type");
 	buffer[6] = 4;
 	buffer[7] = 1; /* type 260 */
@@ -308,6 +347,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, round_trip_every_type);
+	tcase_add_test(tc, ring_messages);
 	tcase_add_test(tc, header_is_little_endian);
 	tcase_add_test(tc, encode_refuses_what_cannot_be_sent);
 	tcase_add_test(tc, malformed_messages_are_rejected);
