@@ -1,6 +1,7 @@
 /* inotify on the stage directory. */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -9,6 +10,9 @@
 
 #include "log.h"
 #include "watch.h"
+
+/* How long opens are collected before they are handled, while they keep coming. */
+#define WATCH_BATCH_MS 2
 
 static void handle_events(struct watch *watch, const char *buffer, ssize_t length)
 {
@@ -28,32 +32,60 @@ static void handle_events(struct watch *watch, const char *buffer, ssize_t lengt
 	}
 }
 
+/* Read and handle every queued event; false when there was none. */
+static bool drain(struct watch *watch, char *buffer, size_t size, bool *failed)
+{
+	bool any = false;
+
+	for (;;) {
+		ssize_t length = read(watch->inotify_fd, buffer, size);
+
+		if (length < 0 && errno == EINTR)
+			continue;
+		if (length < 0 && errno == EAGAIN)
+			return any;
+		if (length <= 0) {
+			nopfs_error("stage watch: read: %m");
+			*failed = true;
+			return any;
+		}
+		handle_events(watch, buffer, length);
+		any = true;
+	}
+}
+
+/*
+ * Wait for the first open while idle; while opens keep coming, handle them
+ * in batches every WATCH_BATCH_MS without waiting on the inotify descriptor.
+ * A waiter there would be woken by every task's open(), a cross-CPU wake-up
+ * that costs the task more than the open itself; a batch also lets tasks
+ * close their copies before the agent removes the names, so that freeing the
+ * memory is the agent's work, not the task's.
+ */
 static void *watch_main(void *arg)
 {
 	struct watch *watch = arg;
 	char buffer[64 * 1024] __attribute__((aligned(__alignof__(struct inotify_event))));
-	struct pollfd fds[2] = { { .fd = watch->inotify_fd, .events = POLLIN },
-		                 { .fd = watch->stop_fd, .events = POLLIN } };
+	struct pollfd idle[2] = { { .fd = watch->inotify_fd, .events = POLLIN },
+		                  { .fd = watch->stop_fd, .events = POLLIN } };
+	struct pollfd busy = { .fd = watch->stop_fd, .events = POLLIN };
+	bool failed = false;
 
-	for (;;) {
-		ssize_t length;
-
-		if (poll(fds, 2, -1) < 0) {
+	while (!failed) {
+		if (poll(idle, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			nopfs_error("stage watch: poll: %m");
 			break;
 		}
-		if (fds[1].revents)
+		if (idle[1].revents)
 			break;
-		length = read(watch->inotify_fd, buffer, sizeof(buffer));
-		if (length < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (length <= 0) {
-			nopfs_error("stage watch: read: %m");
-			break;
+		while (drain(watch, buffer, sizeof(buffer), &failed) && !failed) {
+			int rc = poll(&busy, 1, WATCH_BATCH_MS);
+
+			if (rc > 0)
+				return NULL; /* stopping */
 		}
-		handle_events(watch, buffer, length);
 	}
 	return NULL;
 }

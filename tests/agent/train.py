@@ -58,7 +58,7 @@ def main():
                                  seed=args.seed, shuffle=True)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, prefetch_factor=2 if args.workers else None)
-    out = sys.stdout if args.out == "-" else open(args.out, "w")
+    out = sys.stdout if args.out == "-" else open(args.out, "w", buffering=1)
     start = time.time()
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)
