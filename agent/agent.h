@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include "bench.h"
+#include "bootstrap.h"
 #include "job.h"
 #include "options.h"
 #include "prefetch.h"
@@ -27,6 +28,7 @@ enum agent_phase {
 
 struct agent {
 	struct agent_options options;
+	struct bootstrap bootstrap;
 	struct job job;
 	struct bench_result bench;
 	struct nopfs_node_tiers node_tiers;
@@ -41,6 +43,7 @@ struct agent {
 	char socket_path[4096];
 	char ready_path[4096];
 	bool made_runtime_dir, made_stage_dir;
+	char shared_catalog[4096]; /* node 0: the catalog it shared, removed at exit */
 };
 
 /* The report (also the live STATS answer) as a new JSON object. */

@@ -16,37 +16,35 @@ static double seconds_since(const struct timespec *start)
 	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
 }
 
-nopfs_status job_load_catalog(struct job *job, const struct agent_options *options)
+nopfs_status job_open_catalog(const struct agent_options *options, struct nopfs_catalog **catalog,
+                              bool *from_cache)
 {
-	struct timespec start;
+	return nopfs_catalog_open(&options->catalog, catalog, from_cache);
+}
+
+nopfs_status job_use_catalog(struct job *job, const struct agent_options *options,
+                             struct nopfs_catalog *catalog)
+{
 	const uint64_t *sizes;
-	bool from_cache = false;
 	nopfs_status status;
 	char bytes[32];
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	status = nopfs_catalog_open(&options->catalog, &job->catalog, &from_cache);
-	if (status != NOPFS_OK)
-		return status;
-	job->catalog_seconds = seconds_since(&start);
-	job->catalog_from_cache = from_cache;
+	job->catalog = catalog;
 	job->sampler = options->sampler;
-	job->sampler.count = nopfs_catalog_count(job->catalog);
+	job->sampler.world_size = job->layout->world_size;
+	job->sampler.count = nopfs_catalog_count(catalog);
 	job->epochs = options->epochs;
-	job->local_ranks = options->local_ranks;
-	job->local_rank_count = options->local_rank_count;
 	status = nopfs_sampler_validate(&job->sampler);
 	if (status != NOPFS_OK)
 		return status;
 	job->per_rank = nopfs_sampler_per_rank(&job->sampler);
-	job->dataset_bytes = nopfs_catalog_total_bytes(job->catalog);
-	sizes = nopfs_catalog_sizes(job->catalog);
+	job->dataset_bytes = nopfs_catalog_total_bytes(catalog);
+	sizes = nopfs_catalog_sizes(catalog);
 	for (uint64_t k = 0; k < job->sampler.count; k++)
 		if (sizes[k] > job->max_sample_size)
 			job->max_sample_size = sizes[k];
-	nopfs_info("catalog: %" PRIu64 " samples, %s in %.3f s%s", job->sampler.count,
-	           nopfs_format_size(job->dataset_bytes, bytes, sizeof(bytes)),
-	           job->catalog_seconds, from_cache ? " (from cache)" : "");
+	nopfs_info("catalog: %" PRIu64 " samples, %s", job->sampler.count,
+	           nopfs_format_size(job->dataset_bytes, bytes, sizeof(bytes)));
 	return NOPFS_OK;
 }
 
@@ -56,11 +54,11 @@ bool job_is_local_rank(const struct job *job, uint32_t rank)
 }
 
 /* Standalone: this node runs the given ranks; the rest run on node 1. */
-static nopfs_status standalone_layout(struct job *job)
+static nopfs_status standalone_layout(struct job *job, const struct agent_options *options)
 {
-	uint32_t world = job->sampler.world_size;
+	uint32_t world = options->sampler.world_size;
 	uint32_t *map = malloc(world * sizeof(*map));
-	uint32_t nodes = job->local_rank_count == world ? 1 : 2;
+	uint32_t nodes = options->local_rank_count == world ? 1 : 2;
 	nopfs_status status;
 
 	if (!map) {
@@ -69,12 +67,69 @@ static nopfs_status standalone_layout(struct job *job)
 	}
 	for (uint32_t r = 0; r < world; r++)
 		map[r] = 1;
-	for (uint32_t i = 0; i < job->local_rank_count; i++)
-		map[job->local_ranks[i]] = 0;
+	for (uint32_t i = 0; i < options->local_rank_count; i++)
+		map[options->local_ranks[i]] = 0;
 	job->node = 0;
 	status = nopfs_layout_from_map(nodes, world, map, &job->layout);
 	free(map);
 	return status;
+}
+
+/* The step's layout from --step-tasks over @nodes nodes. */
+static nopfs_status step_layout(struct job *job, const struct agent_options *options, uint32_t node,
+                                uint32_t nodes)
+{
+	uint32_t *counts, listed;
+	nopfs_status status;
+
+	status = nopfs_layout_parse_tasks(options->step_tasks, &counts, &listed);
+	if (status != NOPFS_OK)
+		return status;
+	if (listed != nodes) {
+		nopfs_error(
+		        "--step-tasks '%s' lists %" PRIu32 " nodes, but the agent step has %" PRIu32
+		        " tasks: run one agent per node (srun -N N -n N --ntasks-per-node=1; "
+		        "inside a batch job, inherited SLURM_NTASKS overrides --ntasks-per-node)",
+		        options->step_tasks, listed, nodes);
+		free(counts);
+		return NOPFS_ERR_INVALID;
+	}
+	status = nopfs_layout_create(nodes, counts, options->step_distribution,
+	                             options->step_plane_size, &job->layout);
+	free(counts);
+	if (status != NOPFS_OK)
+		return status;
+	if (options->sampler.world_size && options->sampler.world_size != job->layout->world_size) {
+		nopfs_error("--world-size %" PRIu32 " differs from the %" PRIu32
+		            " tasks of --step-tasks '%s'",
+		            options->sampler.world_size, job->layout->world_size,
+		            options->step_tasks);
+		return NOPFS_ERR_INVALID;
+	}
+	job->node = node;
+	return NOPFS_OK;
+}
+
+nopfs_status job_layout(struct job *job, const struct agent_options *options, uint32_t node,
+                        uint32_t nodes)
+{
+	nopfs_status status =
+	        nodes ? step_layout(job, options, node, nodes) : standalone_layout(job, options);
+	uint32_t count = 0;
+
+	if (status != NOPFS_OK)
+		return status;
+	job->local_ranks =
+	        malloc((job->layout->tasks_on_node[job->node] + 1) * sizeof(*job->local_ranks));
+	if (!job->local_ranks) {
+		nopfs_error("no memory for this node's ranks");
+		return NOPFS_ERR_NOMEM;
+	}
+	for (uint32_t r = 0; r < job->layout->world_size; r++)
+		if (job->layout->node_of_rank[r] == job->node)
+			job->local_ranks[count++] = r;
+	job->local_rank_count = count;
+	return NOPFS_OK;
 }
 
 nopfs_status job_plan(struct job *job, const struct agent_options *options,
@@ -86,15 +141,12 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
 	nopfs_status status;
 	char used[32], capacity[32];
 
-	status = standalone_layout(job);
-	if (status != NOPFS_OK)
-		return status;
 	job->node_tiers = calloc(job->layout->nodes, sizeof(*job->node_tiers));
 	if (!job->node_tiers) {
 		nopfs_error("no memory for the tiers of %" PRIu32 " nodes", job->layout->nodes);
 		return NOPFS_ERR_NOMEM;
 	}
-	job->node_tiers[job->node] = *tiers;
+	memcpy(job->node_tiers, tiers, job->layout->nodes * sizeof(*tiers));
 	input = (struct nopfs_placement_input){
 		.sampler = job->sampler,
 		.epochs = job->epochs,
@@ -109,14 +161,16 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
 	if (status != NOPFS_OK)
 		return status;
 	job->plan_seconds = seconds_since(&start);
-	for (unsigned int t = 0; t < tiers->count; t++) {
+	for (unsigned int t = 0; t < tiers[job->node].count; t++) {
 		nopfs_placement_usage(job->placement, job->node, t, &usage);
 		nopfs_info("plan: tier %u (%s) keeps %" PRIu64 " samples, %s of %s", t,
 		           nopfs_tier_kind_name(options->tiers.tier[t].kind), usage.samples,
 		           nopfs_format_size(usage.bytes, used, sizeof(used)),
-		           nopfs_format_size(tiers->capacity[t], capacity, sizeof(capacity)));
+		           nopfs_format_size(tiers[job->node].capacity[t], capacity,
+		                             sizeof(capacity)));
 	}
-	nopfs_info("plan: computed in %.3f s", job->plan_seconds);
+	nopfs_info("plan: node %" PRIu32 " of %" PRIu32 ", computed in %.3f s", job->node,
+	           job->layout->nodes, job->plan_seconds);
 	return NOPFS_OK;
 }
 
@@ -160,6 +214,7 @@ nopfs_status job_first_steps(const struct job *job, const uint32_t *samples, uin
 void job_fini(struct job *job)
 {
 	nopfs_placement_destroy(job->placement);
+	free(job->local_ranks);
 	free(job->node_tiers);
 	nopfs_layout_destroy(job->layout);
 	nopfs_catalog_destroy(job->catalog);

@@ -27,18 +27,32 @@ struct job {
 	struct nopfs_layout *layout;
 	struct nopfs_node_tiers *node_tiers; /* layout->nodes entries */
 	struct nopfs_placement *placement;   /* scope: this node */
-	const uint32_t *local_ranks;
+	uint32_t *local_ranks;               /* this node's ranks, sorted (owned) */
 	uint32_t local_rank_count;
-	double catalog_seconds, plan_seconds;
+	double plan_seconds;
 	bool catalog_from_cache;
 };
 
-/* Load (or build) the catalog and fill the sampler. */
-nopfs_status job_load_catalog(struct job *job, const struct agent_options *options);
+/*
+ * Lay out the training step's ranks over the nodes, this node being @node of
+ * @nodes: standalone (@nodes 0), this node runs --ranks and the others live
+ * on one other node; with PMIx, --step-tasks and --step-distribution give
+ * the layout (it must list @nodes nodes) and our ranks follow from it.
+ */
+nopfs_status job_layout(struct job *job, const struct agent_options *options, uint32_t node,
+                        uint32_t nodes);
+
+/* Open (or build) the catalog with the options' cache. */
+nopfs_status job_open_catalog(const struct agent_options *options, struct nopfs_catalog **catalog,
+                              bool *from_cache);
+
+/* Take over @catalog (the job owns it now) and fill the sampler. */
+nopfs_status job_use_catalog(struct job *job, const struct agent_options *options,
+                             struct nopfs_catalog *catalog);
 
 /*
- * Lay out the ranks and compute the placement with this node's tier
- * capacities @tiers (fastest first). Logs the plan's figures.
+ * Compute the placement with every node's tier capacities @tiers (layout
+ * nodes entries, fastest tier first). Logs this node's part.
  */
 nopfs_status job_plan(struct job *job, const struct agent_options *options,
                       const struct nopfs_node_tiers *tiers);

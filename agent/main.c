@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "cluster.h"
 #include "log.h"
 #include "pfs.h"
 #include "runtime.h"
@@ -235,6 +236,48 @@ static void choose_threads(struct agent *agent)
 	}
 }
 
+/* Replace "%n" in @path (a buffer of @length bytes) by the node index. */
+static void expand_node(char *path, size_t length, uint32_t node)
+{
+	char *at = strstr(path, "%n");
+	char expanded[PATH_MAX];
+
+	if (!at)
+		return;
+	snprintf(expanded, sizeof(expanded), "%.*s%" PRIu32 "%s", (int)(at - path), path, node,
+	         at + 2);
+	snprintf(path, length, "%s", expanded);
+}
+
+/*
+ * Per-node files on a shared directory: "%n" in --report and --log is this
+ * node's index, known once PMIx said it. The log reopens on the new path.
+ */
+static void node_paths(struct agent *agent)
+{
+	struct agent_options *options = &agent->options;
+
+	expand_node(options->report_path, sizeof(options->report_path), agent->bootstrap.node);
+	if (strstr(options->log_path, "%n")) {
+		expand_node(options->log_path, sizeof(options->log_path), agent->bootstrap.node);
+		log_close();
+		log_open(options);
+	}
+}
+
+/* Learn every node's tiers and compute the placement. */
+static nopfs_status phase_plan(struct agent *agent)
+{
+	struct nopfs_node_tiers *tiers;
+	nopfs_status status = cluster_exchange(agent, &tiers);
+
+	if (status != NOPFS_OK)
+		return status;
+	status = job_plan(&agent->job, &agent->options, tiers);
+	free(tiers);
+	return status;
+}
+
 static json_t *live_stats(void *arg)
 {
 	struct agent *agent = arg;
@@ -315,14 +358,20 @@ int main(int argc, char **argv)
 	    make_private_dir(options->stage_dir, "--stage-dir", &agent.made_stage_dir))
 		goto out_dirs;
 
-	if (job_load_catalog(&agent.job, options) != NOPFS_OK)
+	if (options->bootstrap == AGENT_BOOTSTRAP_PMIX &&
+	    bootstrap_init(&agent.bootstrap) != NOPFS_OK)
 		goto out_dirs;
+	node_paths(&agent);
+	if (job_layout(&agent.job, options, agent.bootstrap.node,
+	               agent.bootstrap.active ? agent.bootstrap.nodes : 0) != NOPFS_OK ||
+	    cluster_catalog(&agent) != NOPFS_OK)
+		goto out_job;
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
 	if (phase_benchmark(&agent) != NOPFS_OK)
 		goto out_job;
 	agent.phase_seconds[PHASE_BENCHMARK] = phase_end(&clock);
 	resolve_tiers(&agent);
-	if (job_plan(&agent.job, options, &agent.node_tiers) != NOPFS_OK)
+	if (phase_plan(&agent) != NOPFS_OK)
 		goto out_job;
 	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
@@ -370,6 +419,8 @@ out_stage:
 	tier_set_destroy(&agent.tiers);
 out_job:
 	job_fini(&agent.job);
+	cluster_fini(&agent);
+	bootstrap_fini(&agent.bootstrap);
 out_dirs:
 	unlink(agent.ready_path);
 	if (agent.made_stage_dir)

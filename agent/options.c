@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "options.h"
 #include "layout.h"
 #include "log.h"
@@ -37,8 +38,9 @@ static const char usage_text[] =
         "Runtime:\n"
         "  --runtime-dir DIR      socket and ready file (default /tmp/nopfs-ID)\n"
         "  --stage-dir DIR        tmpfs for staged copies and RAM (default /dev/shm/nopfs-ID)\n"
-        "  --report PATH          per-node JSON report (default RUNTIME-DIR/report.json)\n"
-        "  --log PATH             log file (default stderr)\n"
+        "  --report PATH          per-node JSON report (default RUNTIME-DIR/report.json);\n"
+        "                         %n in PATH is the node index\n"
+        "  --log PATH             log file (default stderr); %n as in --report\n"
         "  --verbose              log debug messages\n"
         "  --stage-window N       samples staged ahead per rank (default 256)\n"
         "  --stage-threads N      staging threads (default 2)\n"
@@ -47,6 +49,15 @@ static const char usage_text[] =
         "  --bench-budget SEC     time for measuring tiers and PFS (default 3)\n"
         "  --bench-cache DIR      reuse measurements younger than --bench-max-age\n"
         "  --bench-max-age SEC    (default 86400)\n"
+        "Multi-node (the agents are the tasks of their own step, one per node):\n"
+        "  --bootstrap MODE       pmix, or none (one node alone); default: pmix when\n"
+        "                         started with a PMIx server, else none\n"
+        "  --step-tasks LIST      tasks per node of the training step, Slurm's form\n"
+        "                         (2(x3),1); with pmix, required\n"
+        "  --step-distribution D  block (default), cyclic or plane=N\n"
+        "  --share-dir DIR        a directory every node sees (on the PFS): node 0\n"
+        "                         publishes the catalog there for the others\n"
+        "  --fence-timeout SEC    give up a PMIx exchange after this (default 60)\n"
         "  --help\n";
 
 enum {
@@ -73,6 +84,11 @@ enum {
 	OPT_BENCH_BUDGET,
 	OPT_BENCH_CACHE,
 	OPT_BENCH_MAX_AGE,
+	OPT_BOOTSTRAP,
+	OPT_STEP_TASKS,
+	OPT_STEP_DISTRIBUTION,
+	OPT_SHARE_DIR,
+	OPT_FENCE_TIMEOUT,
 	OPT_HELP,
 };
 
@@ -100,6 +116,11 @@ static const struct option long_options[] = {
 	{ "bench-budget", required_argument, NULL, OPT_BENCH_BUDGET },
 	{ "bench-cache", required_argument, NULL, OPT_BENCH_CACHE },
 	{ "bench-max-age", required_argument, NULL, OPT_BENCH_MAX_AGE },
+	{ "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
+	{ "step-tasks", required_argument, NULL, OPT_STEP_TASKS },
+	{ "step-distribution", required_argument, NULL, OPT_STEP_DISTRIBUTION },
+	{ "share-dir", required_argument, NULL, OPT_SHARE_DIR },
+	{ "fence-timeout", required_argument, NULL, OPT_FENCE_TIMEOUT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -302,6 +323,26 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 		return copy_path("bench-cache", value, c->bench_cache, sizeof(c->bench_cache));
 	case OPT_BENCH_MAX_AGE:
 		return parse_seconds("bench-max-age", value, 1e9, &c->bench_max_age);
+	case OPT_BOOTSTRAP:
+		if (strcmp(value, "pmix") == 0 || strcmp(value, "none") == 0) {
+			c->bootstrap =
+			        value[0] == 'p' ? AGENT_BOOTSTRAP_PMIX : AGENT_BOOTSTRAP_NONE;
+			return true;
+		}
+		nopfs_error("--bootstrap: '%s' is not pmix or none", value);
+		return false;
+	case OPT_STEP_TASKS:
+		return copy_path("step-tasks", value, c->step_tasks, sizeof(c->step_tasks));
+	case OPT_STEP_DISTRIBUTION:
+		return nopfs_layout_parse_distribution(value, &c->step_distribution,
+		                                       &c->step_plane_size) == NOPFS_OK;
+	case OPT_SHARE_DIR:
+		return copy_path("share-dir", value, c->share_dir, sizeof(c->share_dir));
+	case OPT_FENCE_TIMEOUT:
+		if (!parse_uint_option("fence-timeout", value, 1, 3600, &number))
+			return false;
+		c->fence_timeout = (int)number;
+		return true;
 	default:
 		return false;
 	}
@@ -314,17 +355,29 @@ static nopfs_status finish(struct agent_options *c)
 		nopfs_error("--dataset is required");
 		return NOPFS_ERR_INVALID;
 	}
-	if (c->sampler.world_size == 0 || c->local_rank_count == 0) {
-		nopfs_error("--world-size and --ranks are required");
+	if (c->bootstrap == AGENT_BOOTSTRAP_AUTO)
+		c->bootstrap = bootstrap_available() ? AGENT_BOOTSTRAP_PMIX : AGENT_BOOTSTRAP_NONE;
+	if (c->bootstrap == AGENT_BOOTSTRAP_PMIX) {
+		/* This node's ranks follow from the step's layout and our PMIx rank. */
+		if (c->step_tasks[0] == '\0' || c->local_rank_count) {
+			nopfs_error("with --bootstrap pmix, give --step-tasks (the training step's "
+			            "tasks per node) and not --ranks");
+			return NOPFS_ERR_INVALID;
+		}
+	} else if (c->sampler.world_size == 0 || c->local_rank_count == 0) {
+		nopfs_error("--world-size and --ranks are required without PMIx");
 		return NOPFS_ERR_INVALID;
-	}
-	if (c->local_ranks[c->local_rank_count - 1] >= c->sampler.world_size) {
+	} else if (c->local_ranks[c->local_rank_count - 1] >= c->sampler.world_size) {
 		nopfs_error("--ranks: rank %" PRIu32 " is not below --world-size %" PRIu32,
 		            c->local_ranks[c->local_rank_count - 1], c->sampler.world_size);
 		return NOPFS_ERR_RANGE;
 	}
 	if (nopfs_sampler_check_epochs(&c->sampler, c->epochs) != NOPFS_OK)
 		return NOPFS_ERR_RANGE;
+	if (c->job_id[0] == '\0' && getenv("SLURM_JOB_ID") &&
+	    strspn(getenv("SLURM_JOB_ID"), "0123456789") == strlen(getenv("SLURM_JOB_ID")) &&
+	    strlen(getenv("SLURM_JOB_ID")) < sizeof(c->job_id))
+		strcpy(c->job_id, getenv("SLURM_JOB_ID"));
 	if (c->job_id[0] == '\0')
 		snprintf(c->job_id, sizeof(c->job_id), "standalone-%ld", (long)getpid());
 	if (c->runtime_dir[0] == '\0')
@@ -356,6 +409,7 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.stage_window = 256,
 		.stage_threads = 2,
 		.serve_timeout_ms = 5000,
+		.fence_timeout = 60,
 	};
 	opterr = 0;
 	optind = 1;

@@ -7,9 +7,16 @@
 #include <stdint.h>
 
 #include "catalog.h"
+#include "layout.h"
 #include "sampler.h"
 #include "status.h"
 #include "tierspec.h"
+
+enum agent_bootstrap {
+	AGENT_BOOTSTRAP_AUTO = 0,
+	AGENT_BOOTSTRAP_NONE,
+	AGENT_BOOTSTRAP_PMIX,
+};
 
 struct agent_options {
 	struct nopfs_catalog_options catalog;
@@ -30,8 +37,14 @@ struct agent_options {
 	bool verbose;
 	double bench_budget;        /* seconds */
 	char bench_cache[PATH_MAX]; /* empty: no cache */
-	double bench_max_age;       /* seconds */
-	uint32_t stage_window;      /* samples staged ahead per rank */
+	enum agent_bootstrap bootstrap;
+	char step_tasks[1024]; /* the training step's tasks per node */
+	nopfs_distribution step_distribution;
+	uint32_t step_plane_size;
+	char share_dir[PATH_MAX]; /* on the PFS, for the catalog */
+	int fence_timeout;        /* seconds */
+	double bench_max_age;     /* seconds */
+	uint32_t stage_window;    /* samples staged ahead per rank */
 	unsigned int stage_threads;
 	unsigned int serve_timeout_ms; /* how long a request may wait for its sample */
 };

@@ -42,14 +42,16 @@ class Indexed(torch.utils.data.Dataset):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", required=True)
-    parser.add_argument("--rank", type=int, default=int(os.environ.get("RANK", 0)))
-    parser.add_argument("--world-size", type=int, default=int(os.environ.get("WORLD_SIZE", 1)))
+    parser.add_argument("--rank", type=int,
+                        default=int(os.environ.get("RANK", os.environ.get("SLURM_PROCID", 0))))
+    parser.add_argument("--world-size", type=int,
+                        default=int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", 1))))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--sleep", type=float, default=0.0, help="compute per batch (s)")
-    parser.add_argument("--out", default="-")
+    parser.add_argument("--out", default="-", help="output file; %%r is the rank")
     args = parser.parse_args()
 
     dataset = Indexed(ImageFolder(args.data, loader=read_bytes, transform=Digest(),
@@ -58,7 +60,8 @@ def main():
                                  seed=args.seed, shuffle=True)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, prefetch_factor=2 if args.workers else None)
-    out = sys.stdout if args.out == "-" else open(args.out, "w", buffering=1)
+    out_path = args.out.replace("%r", str(args.rank))
+    out = sys.stdout if out_path == "-" else open(out_path, "w", buffering=1)
     start = time.time()
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)

@@ -1,0 +1,274 @@
+/* Catalog sharing and the exchange of node records among the agents. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "cluster.h"
+#include "log.h"
+
+/* Write @length bytes to @path atomically (a temporary name, then rename). */
+static nopfs_status write_file(const char *path, const void *data, size_t length)
+{
+	char temporary[PATH_MAX + 32];
+	nopfs_status status;
+	int fd;
+
+	snprintf(temporary, sizeof(temporary), "%s.%ld.tmp", path, (long)getpid());
+	fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		nopfs_error("cannot share the catalog: cannot create '%s': %m", temporary);
+		return nopfs_status_from_errno(errno);
+	}
+	status = write_all(fd, data, length);
+	if (status == NOPFS_OK && fsync(fd) != 0)
+		status = NOPFS_ERR_IO;
+	close(fd);
+	if (status == NOPFS_OK && rename(temporary, path) != 0)
+		status = nopfs_status_from_errno(errno);
+	if (status != NOPFS_OK) {
+		nopfs_error("cannot share the catalog in '%s': %s", path,
+		            nopfs_status_string(status));
+		unlink(temporary);
+	}
+	return status;
+}
+
+/* Read all of @path (malloc'd). */
+static nopfs_status read_file(const char *path, void **data, size_t *length)
+{
+	struct stat st;
+	size_t done = 0;
+	char *buffer;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		nopfs_error("cannot read the shared catalog '%s': %m", path);
+		if (fd >= 0)
+			close(fd);
+		return NOPFS_ERR_IO;
+	}
+	buffer = malloc((size_t)st.st_size + 1);
+	while (buffer && done < (size_t)st.st_size) {
+		ssize_t got = read(fd, buffer + done, (size_t)st.st_size - done);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		done += (size_t)got;
+	}
+	close(fd);
+	if (!buffer || done != (size_t)st.st_size) {
+		free(buffer);
+		nopfs_error("cannot read the shared catalog '%s'", path);
+		return NOPFS_ERR_IO;
+	}
+	*data = buffer;
+	*length = done;
+	return NOPFS_OK;
+}
+
+/* Node 0: build the catalog and, with a share directory, publish it there. */
+static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **catalog,
+                                  char *announce, size_t length)
+{
+	const struct agent_options *options = &agent->options;
+	void *buffer;
+	size_t size;
+	nopfs_status status;
+
+	announce[0] = '\0';
+	status = job_open_catalog(options, catalog, &agent->job.catalog_from_cache);
+	if (status != NOPFS_OK || options->share_dir[0] == '\0')
+		return status;
+	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog),
+	                     "%s/nopfs-catalog-%s.bin", options->share_dir,
+	                     options->job_id) >= sizeof(agent->shared_catalog)) {
+		nopfs_error("--share-dir '%s' is too long", options->share_dir);
+		return NOPFS_ERR_RANGE;
+	}
+	status = nopfs_catalog_serialize(*catalog, &buffer, &size);
+	if (status != NOPFS_OK)
+		return status;
+	status = write_file(agent->shared_catalog, buffer, size);
+	free(buffer);
+	if (status == NOPFS_OK)
+		snprintf(announce, length, "%s", agent->shared_catalog);
+	else
+		agent->shared_catalog[0] = '\0';
+	return status;
+}
+
+/* Every other node: load node 0's catalog, or build it when none was shared. */
+static nopfs_status receive_catalog(struct agent *agent, const char *announced,
+                                    struct nopfs_catalog **catalog)
+{
+	void *buffer;
+	size_t size;
+	nopfs_status status;
+
+	if (announced[0] == '\0') {
+		nopfs_warning("no --share-dir: this node scans the dataset itself");
+		return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
+	}
+	status = read_file(announced, &buffer, &size);
+	if (status != NOPFS_OK)
+		return status;
+	status = nopfs_catalog_deserialize(buffer, size, catalog);
+	free(buffer);
+	if (status != NOPFS_OK)
+		nopfs_error("the catalog node 0 shared in '%s' is not valid", announced);
+	return status;
+}
+
+nopfs_status cluster_catalog(struct agent *agent)
+{
+	struct nopfs_catalog *catalog = NULL;
+	char announce[PATH_MAX] = "";
+	void **records;
+	size_t *lengths;
+	nopfs_status status;
+
+	if (!agent->bootstrap.active) {
+		status =
+		        job_open_catalog(&agent->options, &catalog, &agent->job.catalog_from_cache);
+		return status == NOPFS_OK ? job_use_catalog(&agent->job, &agent->options, catalog)
+		                          : status;
+	}
+	if (agent->bootstrap.node == 0) {
+		status = share_catalog(agent, &catalog, announce, sizeof(announce));
+		if (status != NOPFS_OK) {
+			nopfs_catalog_destroy(catalog);
+			return status;
+		}
+	}
+	/* The exchange is the barrier: node 0's file is complete before it. */
+	status = bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
+	                            agent->options.fence_timeout, &records, &lengths);
+	if (status != NOPFS_OK) {
+		nopfs_catalog_destroy(catalog);
+		return status;
+	}
+	if (agent->bootstrap.node != 0) {
+		if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0') {
+			nopfs_error("node 0's catalog announcement is malformed");
+			status = NOPFS_ERR_FORMAT;
+		} else {
+			status = receive_catalog(agent, records[0], &catalog);
+		}
+	}
+	for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	if (status != NOPFS_OK) {
+		nopfs_catalog_destroy(catalog);
+		return status;
+	}
+	return job_use_catalog(&agent->job, &agent->options, catalog);
+}
+
+/* This node's record: host and tier capacities, as JSON text. */
+static char *node_record(struct agent *agent)
+{
+	json_t *tiers = json_array(), *record;
+	char host[256] = "", *text;
+
+	gethostname(host, sizeof(host) - 1);
+	for (unsigned int t = 0; t < agent->node_tiers.count; t++)
+		json_array_append_new(tiers,
+		                      json_integer((json_int_t)agent->node_tiers.capacity[t]));
+	record = json_pack("{s:s, s:I, s:o}", "host", host, "node",
+	                   (json_int_t)agent->bootstrap.node, "tiers", tiers);
+	text = record ? json_dumps(record, JSON_COMPACT) : NULL;
+	json_decref(record);
+	return text;
+}
+
+/* Parse node @n's record into @tiers and @host. */
+static nopfs_status parse_record(const char *text, size_t length, uint32_t n,
+                                 struct nopfs_node_tiers *tiers, char *host, size_t host_length)
+{
+	json_error_t error;
+	json_t *record = json_loadb(text, length ? length - 1 : 0, 0, &error), *list, *value;
+	const char *name = NULL;
+	json_int_t node = -1;
+	size_t index;
+
+	if (!record ||
+	    json_unpack(record, "{s:s, s:I, s:o}", "host", &name, "node", &node, "tiers", &list) !=
+	            0 ||
+	    node != (json_int_t)n || !json_is_array(list) ||
+	    json_array_size(list) > NOPFS_TIERS_MAX) {
+		nopfs_error("the record of node %" PRIu32 " is malformed", n);
+		json_decref(record);
+		return NOPFS_ERR_FORMAT;
+	}
+	memset(tiers, 0, sizeof(*tiers));
+	json_array_foreach(list, index, value)
+	{
+		if (!json_is_integer(value) || json_integer_value(value) < 0) {
+			nopfs_error("the record of node %" PRIu32 " has a bad tier capacity", n);
+			json_decref(record);
+			return NOPFS_ERR_FORMAT;
+		}
+		tiers->capacity[tiers->count++] = (uint64_t)json_integer_value(value);
+	}
+	snprintf(host, host_length, "%s", name);
+	json_decref(record);
+	return NOPFS_OK;
+}
+
+nopfs_status cluster_exchange(struct agent *agent, struct nopfs_node_tiers **tiers_out)
+{
+	uint32_t nodes = agent->job.layout->nodes;
+	struct nopfs_node_tiers *tiers = calloc(nodes, sizeof(*tiers));
+	void **records = NULL;
+	size_t *lengths = NULL;
+	char *mine = NULL, host[256];
+	nopfs_status status = NOPFS_OK;
+
+	if (!tiers) {
+		nopfs_error("no memory for the tiers of %" PRIu32 " nodes", nodes);
+		return NOPFS_ERR_NOMEM;
+	}
+	if (!agent->bootstrap.active) {
+		tiers[agent->job.node] = agent->node_tiers; /* the other node, if any, has none */
+		*tiers_out = tiers;
+		return NOPFS_OK;
+	}
+	mine = node_record(agent);
+	status = mine ? bootstrap_exchange(&agent->bootstrap, mine, strlen(mine) + 1,
+	                                   agent->options.fence_timeout, &records, &lengths)
+	              : NOPFS_ERR_NOMEM;
+	for (uint32_t n = 0; status == NOPFS_OK && n < nodes; n++) {
+		status = parse_record(records[n], lengths[n], n, &tiers[n], host, sizeof(host));
+		if (status == NOPFS_OK)
+			nopfs_info("node %" PRIu32 " is %s", n, host);
+	}
+	for (uint32_t n = 0; records && n < nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	free(mine);
+	if (status != NOPFS_OK) {
+		free(tiers);
+		return status;
+	}
+	*tiers_out = tiers;
+	return NOPFS_OK;
+}
+
+void cluster_fini(struct agent *agent)
+{
+	if (agent->shared_catalog[0])
+		unlink(agent->shared_catalog);
+	agent->shared_catalog[0] = '\0';
+}

@@ -1,0 +1,119 @@
+#!/bin/bash
+# Agents on 3 nodes of the real test cluster: a step of their own (one task
+# per node, PMIx), node 0 shares the catalog, they exchange records and plan
+# together; then the unmodified PyTorch script (3 nodes x 2 ranks, 2 workers
+# each, 3 epochs) reads through the interposer. Every byte must be right and
+# every node's agent must report; nothing may be left on the nodes.
+#
+# Uses the cluster of NOPFS_CLUSTER_STATE if it is up (and leaves it up);
+# otherwise starts one and tears it down at exit. Exit: 0 pass, 1 fail, 77 skip.
+set -euo pipefail
+
+SRCDIR=$(cd "${top_srcdir:-$(dirname "$0")/../..}" && pwd)
+BUILDDIR=$(cd "${top_builddir:-$SRCDIR}" && pwd)
+NC=$SRCDIR/contrib/cluster/nopfs-cluster
+PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
+
+((EUID == 0)) || { echo "SKIP: needs root"; exit 77; }
+"$PYTHON" -c 'import torch, torchvision' 2>/dev/null || {
+	[[ ${NOPFS_REQUIRE_TORCH:-0} == 1 ]] && { echo "torch required"; exit 1; }
+	echo "SKIP: no torch"
+	exit 77
+}
+
+STARTED=0
+WORK=
+cleanup() {
+	local rc=$?
+	[[ -z $WORK || -n ${KEEP:-} ]] || rm -rf "$WORK"
+	if ((STARTED)); then "$NC" down >/dev/null 2>&1 || true; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+if ! "$NC" status >/dev/null 2>&1; then
+	STARTED=1
+	"$NC" up --nodes 3 >/dev/null
+fi
+eval "$("$NC" env)"
+RUNU=()
+read -r -a RUNU <<<"$NOPFS_CLUSTER_RUN"
+
+WORK=$(mktemp -d "$NOPFS_CLUSTER_PFS/multinode.XXXXXX")
+chmod 777 "$WORK"
+"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 1500 --classes 15 \
+	--mean 100K --sd 20K >/dev/null
+chmod -R a+rX "$WORK/data"
+S=$(du -sb "$WORK/data" | cut -f1)
+# Each node keeps 60 MB in RAM: one node cannot hold the ~150 MB dataset, three can.
+cat >"$WORK/job.sh" <<JOB
+#!/bin/bash
+set -u
+srun --overlap -N3 -n3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 -J nopfs-agent \\
+	$BUILDDIR/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 --step-tasks '2(x3)' \\
+	--tier ram:60M --share-dir $WORK --report $WORK/report-%n.json --log $WORK/agent-%n.log \\
+	--bench-budget 1 --fence-timeout 30 &
+agents=\$!
+for i in \$(seq 1 300); do
+	ready=\$(srun --overlap -N3 -n3 --ntasks-per-node=1 bash -c \\
+		'test -e /tmp/nopfs-\$SLURM_JOB_ID/ready && echo ready' | grep -c ready)
+	[ "\$ready" = 3 ] && break
+	sleep 0.2
+done
+echo "agents ready: \$ready"
+srun --overlap -N3 --ntasks-per-node=2 --kill-on-bad-exit=1 \\
+	env NOPFS_SOCKET=/tmp/nopfs-\$SLURM_JOB_ID/agent.sock \\
+	NOPFS_STAGE_DIR=/dev/shm/nopfs-\$SLURM_JOB_ID NOPFS_DATASET=$WORK/data \\
+	LD_PRELOAD=$BUILDDIR/lib/.libs/libnopfs_preload.so \\
+	$PYTHON $SRCDIR/tests/agent/train.py --data $WORK/data --seed 42 --epochs 3 \\
+	--workers 2 --out $WORK/out-%r.txt
+echo "training exit \$?"
+# The job ends here: Slurm sends the agent step SIGTERM (KillWait grace).
+JOB
+chmod 755 "$WORK/job.sh"
+job=$(cd "$WORK" && timeout -k 5 300 "${RUNU[@]}" sbatch --parsable --wait -N3 \
+	--ntasks-per-node=2 -o "$WORK/job.out" "$WORK/job.sh") || true
+job=${job%%;*}
+cat "$WORK/job.out"
+# The agents write their reports on SIGTERM; give them the grace they have.
+for _ in $(seq 1 100); do
+	[[ $(find "$WORK" -name 'report-*.json' | wc -l) == 3 ]] && break
+	sleep 0.1
+done
+left=0
+for node in n1 n2 n3; do
+	if "$NC" exec-node "$node" ls "/tmp/nopfs-$job" "/dev/shm/nopfs-$job" >/dev/null 2>&1; then
+		echo "not ok - node $node still has /tmp/nopfs-$job or /dev/shm/nopfs-$job"
+		left=1
+	fi
+done
+
+"$PYTHON" - "$WORK" "$S" <<'PY'
+import glob, hashlib, json, os, sys
+work, S = sys.argv[1], int(sys.argv[2])
+from torchvision.datasets import ImageFolder
+ds = ImageFolder(os.path.join(work, "data"), loader=lambda p: p,
+                 is_valid_file=lambda p: p.endswith(".JPEG"))
+digests = {}
+checked = 0
+for out in sorted(glob.glob(os.path.join(work, "out-*.txt"))):
+    for line in open(out):
+        epoch, index, label, digest = line.split()
+        i = int(index)
+        if i not in digests:
+            digests[i] = hashlib.sha256(open(ds.samples[i][0], "rb").read()).hexdigest()
+        assert digest == digests[i], f"sample {i}: wrong bytes"
+        checked += 1
+assert checked == 6 * 250 * 3, f"{checked} samples read, expected 4500"
+reports = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(work, "report-*.json")))]
+assert sorted(r["node"] for r in reports) == [0, 1, 2], "a node's report is missing"
+delivered = sum(sum(v["samples"] for v in r[k].values()) for r in reports
+                for k in ("delivered_staged", "delivered_on_request"))
+planned = sum(t["planned_bytes"] for r in reports for t in r["tiers"])
+assert delivered == checked, (delivered, checked)
+assert planned >= S, f"the nodes plan to keep {planned} of {S} bytes"
+pfs = sum(r["pfs"]["bytes"] - r["pfs"]["benchmark_bytes"] for r in reports)
+print(f"ok - 3 agents planned together ({planned / S:.2f} x S kept across nodes); "
+      f"{checked} samples correct; PFS read {pfs / S:.2f} x S without the peer data plane")
+PY
+((left == 0)) || exit 1
+grep -q "agents ready: 3" "$WORK/job.out"
