@@ -1,0 +1,40 @@
+/* The nopfs-sim commands: the paper's figures and checks, and what-if runs. */
+#ifndef NOPFS_SIM_COMMANDS_H
+#define NOPFS_SIM_COMMANDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "status.h"
+
+struct sim_paper_options {
+	bool fig8;
+	bool fig9;
+	bool fig9_ours; /* also run ours on the Fig. 9 grid */
+	bool frequency; /* section 3.1: Monte-Carlo and Lemma 1 */
+	bool checks;
+	uint32_t scenarios; /* bit per sim_paper_scenarios entry */
+	double scale;       /* samples and capacities; 1 for the paper */
+	unsigned int threads;
+	const char *out; /* directory for CSV and plots, or NULL */
+	bool plot;
+};
+
+/* Run, print and write what @options ask for. */
+nopfs_status sim_paper_run(const struct sim_paper_options *options);
+
+struct sim_whatif_options {
+	const char *config;
+	uint32_t policies; /* 0: the config's */
+	unsigned int threads;
+	const char *out; /* or NULL */
+	bool plot;
+};
+
+/* Simulate a JSON-described cluster and dataset; print, write CSV and a plot. */
+nopfs_status sim_whatif_run(const struct sim_whatif_options *options);
+
+/* Create @dir if it does not exist (one level); logs on failure. */
+nopfs_status sim_make_dir(const char *dir);
+
+#endif
