@@ -9,37 +9,23 @@
 # otherwise starts one and tears it down at exit. Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 
-SRCDIR=$(cd "${top_srcdir:-$(dirname "$0")/../..}" && pwd)
-BUILDDIR=$(cd "${top_builddir:-$SRCDIR}" && pwd)
-NC=$SRCDIR/contrib/cluster/nopfs-cluster
 PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
 
-((EUID == 0)) || { echo "SKIP: needs root"; exit 77; }
 "$PYTHON" -c 'import torch, torchvision' 2>/dev/null || {
 	[[ ${NOPFS_REQUIRE_TORCH:-0} == 1 ]] && { echo "torch required"; exit 1; }
 	echo "SKIP: no torch"
 	exit 77
 }
 
-STARTED=0
-WORK=
-cleanup() {
-	local rc=$?
-	[[ -z $WORK || -n ${KEEP:-} ]] || rm -rf "$WORK"
-	if ((STARTED)); then "$NC" down >/dev/null 2>&1 || true; fi
-	exit "$rc"
-}
-trap cleanup EXIT
-if ! "$NC" status >/dev/null 2>&1; then
-	STARTED=1
-	"$NC" up --nodes 3 >/dev/null
-fi
-eval "$("$NC" env)"
-RUNU=()
-read -r -a RUNU <<<"$NOPFS_CLUSTER_RUN"
+# shellcheck source-path=SCRIPTDIR source=cluster_test_lib.sh
+. "$(dirname "$0")/cluster_test_lib.sh"
 
-WORK=$(mktemp -d "$NOPFS_CLUSTER_PFS/multinode.XXXXXX")
-chmod 777 "$WORK"
+# What the nodes run must be on the PFS: each node has its own /tmp, where a
+# build tree may well be.
+mkdir -p "$WORK/bin"
+cp "$BUILDDIR/nopfs-agent" "$BUILDDIR/lib/.libs/libnopfs_preload.so" \
+	"$SRCDIR/tests/agent/train.py" "$WORK/bin/"
+chmod -R a+rX "$WORK/bin"
 "$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 1500 --classes 15 \
 	--mean 100K --sd 20K >/dev/null
 chmod -R a+rX "$WORK/data"
@@ -49,7 +35,7 @@ cat >"$WORK/job.sh" <<JOB
 #!/bin/bash
 set -u
 srun --overlap -N3 -n3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 -J nopfs-agent \\
-	$BUILDDIR/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 --step-tasks '2(x3)' \\
+	$WORK/bin/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 --step-tasks '2(x3)' \\
 	--tier ram:60M --share-dir $WORK --report $WORK/report-%n.json --log $WORK/agent-%n.log \\
 	--bench-budget 1 --fence-timeout 30 &
 agents=\$!
@@ -63,8 +49,8 @@ echo "agents ready: \$ready"
 srun --overlap -N3 --ntasks-per-node=2 --kill-on-bad-exit=1 \\
 	env NOPFS_SOCKET=/tmp/nopfs-\$SLURM_JOB_ID/agent.sock \\
 	NOPFS_STAGE_DIR=/dev/shm/nopfs-\$SLURM_JOB_ID NOPFS_DATASET=$WORK/data \\
-	LD_PRELOAD=$BUILDDIR/lib/.libs/libnopfs_preload.so \\
-	$PYTHON $SRCDIR/tests/agent/train.py --data $WORK/data --seed 42 --epochs 3 \\
+	LD_PRELOAD=$WORK/bin/libnopfs_preload.so \\
+	$PYTHON $WORK/bin/train.py --data $WORK/data --seed 42 --epochs 3 \\
 	--workers 2 --out $WORK/out-%r.txt
 echo "training exit \$?"
 # The job ends here: Slurm sends the agent step SIGTERM (KillWait grace).

@@ -8,35 +8,11 @@
 # otherwise starts one and tears it down at exit. Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 
-SRCDIR=$(cd "${top_srcdir:-$(dirname "$0")/../..}" && pwd)
-BUILDDIR=$(cd "${top_builddir:-$SRCDIR}" && pwd)
-NC=$SRCDIR/contrib/cluster/nopfs-cluster
+# shellcheck source-path=SCRIPTDIR source=cluster_test_lib.sh
+. "$(dirname "$0")/cluster_test_lib.sh"
 PROBE=$BUILDDIR/tests/cluster/pmix_probe
 
-((EUID == 0)) || { echo "SKIP: needs root"; exit 77; }
-for t in unshare nsenter ip setpriv slurmd srun; do
-	command -v "$t" >/dev/null || { echo "SKIP: missing $t"; exit 77; }
-done
-
-STARTED=0
-WORK=
-cleanup() {
-	local rc=$?
-	[[ -z $WORK ]] || rm -rf "$WORK"
-	if ((STARTED)); then "$NC" down >/dev/null 2>&1 || true; fi
-	exit "$rc"
-}
-trap cleanup EXIT
-if ! "$NC" status >/dev/null 2>&1; then
-	STARTED=1
-	"$NC" up --nodes 3 >/dev/null
-fi
-eval "$("$NC" env)"
-RUNU=()
-read -r -a RUNU <<<"$NOPFS_CLUSTER_RUN"
-
 # The probe on the shared PFS, readable by the test user.
-WORK=$(mktemp -d "$NOPFS_CLUSTER_PFS/pmix-test.XXXXXX")
 cp "$PROBE" "$WORK/pmix_probe"
 chmod 755 "$WORK" "$WORK/pmix_probe"
 u() { (cd "$WORK" && timeout -k 5 60 "${RUNU[@]}" "$@"); }
