@@ -120,9 +120,12 @@ class Agent:
         return self.process.returncode
 
     def kill(self):
+        """SIGKILL (no cleanup by the agent): remove what it would have."""
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait()
+            shutil.rmtree(self.stage, ignore_errors=True)
+            shutil.rmtree(self.runtime, ignore_errors=True)
 
     def read_report(self):
         with open(self.report) as f:
