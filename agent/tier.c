@@ -93,13 +93,28 @@ static nopfs_status tier_index(struct tier *tier, const struct job *job)
 		            tier->count);
 		goto out;
 	}
-	for (uint64_t k = 0; k < job->sampler.count; k++) {
-		if (nopfs_placement_tier_on(job->placement, job->node, k) != (int)tier->index)
-			continue;
-		tier->samples[at] = (uint32_t)k;
-		tier->offsets[at] = tier->bytes;
-		tier->bytes += sizes[k];
-		at++;
+	/*
+	 * Primaries first, in sample order, so that every node can compute
+	 * where a primary sits (nopfs_placement_primary_place()); then this
+	 * node's replicas, also in sample order.
+	 */
+	for (int replicas = 0; replicas < 2; replicas++) {
+		for (uint64_t k = 0; k < job->sampler.count; k++) {
+			uint32_t holder = NOPFS_NO_NODE;
+
+			if (nopfs_placement_tier_on(job->placement, job->node, k) !=
+			    (int)tier->index)
+				continue;
+			nopfs_placement_locate(job->placement, k, &holder, NULL);
+			if ((holder == job->node) == (bool)replicas)
+				continue;
+			tier->samples[at] = (uint32_t)k;
+			tier->offsets[at] = tier->bytes;
+			tier->bytes += sizes[k];
+			at++;
+		}
+		if (!replicas)
+			tier->primary_count = at;
 	}
 	tier->offsets[at] = tier->bytes;
 	status = job_first_steps(job, tier->samples, tier->count, steps);
@@ -229,9 +244,10 @@ void tier_set_destroy(struct tier_set *set)
 	memset(set, 0, sizeof(*set));
 }
 
-int64_t tier_position(const struct tier *tier, uint32_t sample)
+/* Binary search of @sample among positions [low, high) (sorted there). */
+static int64_t search(const struct tier *tier, uint32_t sample, uint64_t low, uint64_t high)
 {
-	uint64_t low = 0, high = tier->count;
+	uint64_t end = high;
 
 	while (low < high) {
 		uint64_t middle = low + (high - low) / 2;
@@ -241,7 +257,14 @@ int64_t tier_position(const struct tier *tier, uint32_t sample)
 		else
 			high = middle;
 	}
-	return low < tier->count && tier->samples[low] == sample ? (int64_t)low : -1;
+	return low < end && tier->samples[low] == sample ? (int64_t)low : -1;
+}
+
+int64_t tier_position(const struct tier *tier, uint32_t sample)
+{
+	int64_t position = search(tier, sample, 0, tier->primary_count);
+
+	return position >= 0 ? position : search(tier, sample, tier->primary_count, tier->count);
 }
 
 static nopfs_status tier_store(struct tier *tier, uint64_t position, const void *data)

@@ -1,9 +1,11 @@
 /*
  * This node's tiers: a RAM tier is a file in the tmpfs stage directory mapped
- * shared (so peers can later read it as one registered region); an SSD tier
- * is a file in a job-private directory on local storage. Samples sit at
- * offsets computed from the plan (the kept samples in id order, packed), so
- * no allocator and no metadata exchange is needed.
+ * shared (so peers can read it as one registered region); an SSD tier is a
+ * file in a job-private directory on local storage. Samples sit at offsets
+ * computed from the plan, packed: first the samples this node holds the
+ * primary copy of, in sample order (every node can compute their offsets:
+ * nopfs_placement_primary_place()), then its replicas. No allocator and no
+ * metadata exchange is needed.
  *
  * Every kept sample has a state: absent, in flight (one thread is fetching
  * it), present, or failed. Exactly one thread fetches a sample; others wait.
@@ -36,11 +38,12 @@ struct tier {
 	char directory[PATH_MAX]; /* SSD: the job-private directory we made */
 	char path[PATH_MAX];      /* the tier's file */
 	int fd;
-	uint8_t *base;     /* RAM: the mapping; SSD: NULL */
-	uint64_t bytes;    /* planned bytes (file size) */
-	uint64_t count;    /* kept samples */
-	uint32_t *samples; /* sorted */
-	uint64_t *offsets; /* count + 1 */
+	uint8_t *base;          /* RAM: the mapping; SSD: NULL */
+	uint64_t bytes;         /* planned bytes (file size) */
+	uint64_t count;         /* kept samples */
+	uint64_t primary_count; /* the first ones: this node holds their primary copy */
+	uint32_t *samples;      /* primaries sorted, then replicas sorted */
+	uint64_t *offsets;      /* count + 1 */
 	_Atomic uint8_t *state;
 	uint64_t *fill_order; /* positions, first-needed first */
 	_Atomic uint64_t next_fill;

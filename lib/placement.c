@@ -55,6 +55,8 @@ void nopfs_placement_destroy(struct nopfs_placement *p)
 	free(p->usage);
 	free(p->free_room);
 	free(p->tiers);
+	free(p->primary_index);
+	free(p->primary_offset);
 	free(p->holder_tier);
 	free(p->holder);
 	free(p->owner_reads);
@@ -193,6 +195,53 @@ nopfs_status nopfs_placement_usage(const struct nopfs_placement *p, uint32_t nod
 	}
 	*usage = p->usage[(size_t)node * NOPFS_TIERS_MAX + tier];
 	return NOPFS_OK;
+}
+
+/* One pass in sample order: running offsets per (node, tier). */
+static bool compute_primary_places(struct nopfs_placement *p)
+{
+	uint64_t *running = calloc((size_t)p->nodes * NOPFS_TIERS_MAX, sizeof(*running));
+	uint32_t *counted = calloc((size_t)p->nodes * NOPFS_TIERS_MAX, sizeof(*counted));
+
+	p->primary_offset = malloc(p->samples * sizeof(*p->primary_offset));
+	p->primary_index = malloc(p->samples * sizeof(*p->primary_index));
+	if (!running || !counted || !p->primary_offset || !p->primary_index) {
+		free(running);
+		free(counted);
+		free(p->primary_offset);
+		free(p->primary_index);
+		p->primary_offset = NULL;
+		p->primary_index = NULL;
+		nopfs_error("no memory for the primary places of %" PRIu64 " samples", p->samples);
+		return false;
+	}
+	for (uint64_t k = 0; k < p->samples; k++) {
+		size_t at;
+
+		if (p->holder[k] == NOPFS_NO_NODE)
+			continue;
+		at = (size_t)p->holder[k] * NOPFS_TIERS_MAX + p->holder_tier[k];
+		p->primary_offset[k] = running[at];
+		p->primary_index[k] = counted[at]++;
+		running[at] += p->sizes[k];
+	}
+	free(running);
+	free(counted);
+	return true;
+}
+
+bool nopfs_placement_primary_place(struct nopfs_placement *p, uint64_t sample, uint32_t *node,
+                                   unsigned int *tier, uint64_t *offset, uint64_t *index)
+{
+	if (sample >= p->samples || p->holder[sample] == NOPFS_NO_NODE)
+		return false;
+	if (!p->primary_offset && !compute_primary_places(p))
+		return false;
+	*node = p->holder[sample];
+	*tier = p->holder_tier[sample];
+	*offset = p->primary_offset[sample];
+	*index = p->primary_index[sample];
+	return true;
 }
 
 const struct nopfs_access_table *nopfs_placement_accesses(const struct nopfs_placement *p)

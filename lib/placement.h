@@ -141,6 +141,18 @@ struct nopfs_placement_summary {
 void nopfs_placement_summary(const struct nopfs_placement *placement,
                              struct nopfs_placement_summary *summary);
 
+/*
+ * Where the primary copy of @sample sits in its holder's tier, as every node
+ * can compute it: a tier lays out its primary samples first, in sample order,
+ * packed (then the holder's replicas, which only the holder knows). true
+ * with *node, *tier, *offset (bytes into the tier) and *index (its rank among
+ * the tier's primaries) when some node keeps @sample. The first call computes
+ * the offsets of all samples (12 bytes per sample); not thread-safe until then.
+ */
+bool nopfs_placement_primary_place(struct nopfs_placement *placement, uint64_t sample,
+                                   uint32_t *node, unsigned int *tier, uint64_t *offset,
+                                   uint64_t *index);
+
 /* The access table the placement was computed from (owned by the placement). */
 const struct nopfs_access_table *nopfs_placement_accesses(const struct nopfs_placement *placement);
 

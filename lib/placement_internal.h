@@ -23,6 +23,8 @@ struct nopfs_placement {
 	uint8_t **local_tier;           /* per node in scope: tier + 1 per sample, 0 = not kept */
 	uint64_t *free_room;            /* nodes x NOPFS_TIERS_MAX */
 	struct nopfs_tier_usage *usage; /* nodes x NOPFS_TIERS_MAX */
+	uint64_t *primary_offset;       /* computed on demand */
+	uint32_t *primary_index;
 	/* Owner-first only, freed once the policy has run. */
 	uint32_t *owner;
 	uint32_t *owner_reads;

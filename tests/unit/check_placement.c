@@ -351,6 +351,49 @@ START_TEST(owner_first_beats_greedy_at_tight_room)
 }
 END_TEST
 
+START_TEST(primary_places_are_computable_everywhere)
+{
+	for (uint32_t seed = 400; seed < 410; seed++) {
+		struct job job;
+		struct nopfs_placement *all, *one;
+		uint64_t running[8][NOPFS_TIERS_MAX] = { { 0 } },
+		         counted[8][NOPFS_TIERS_MAX] = { { 0 } };
+
+		job_random(&job, seed, seed % 2 ? 0.8 : 2.5);
+		ck_assert_int_eq(nopfs_placement_compute(&job.input, NOPFS_ALL_NODES, &all),
+		                 NOPFS_OK);
+		ck_assert_int_eq(
+		        nopfs_placement_compute(&job.input, seed % job.layout->nodes, &one),
+		        NOPFS_OK);
+		for (uint64_t k = 0; k < job.input.sampler.count; k++) {
+			uint32_t node, node2, holder;
+			unsigned int tier, tier2, holder_tier;
+			uint64_t offset, offset2, index, index2;
+			bool kept = nopfs_placement_locate(all, k, &holder, &holder_tier);
+
+			ck_assert(nopfs_placement_primary_place(all, k, &node, &tier, &offset,
+			                                        &index) == kept);
+			if (!kept)
+				continue;
+			/* Packed in sample order per (holder, tier), the same from any scope. */
+			ck_assert_uint_eq(node, holder);
+			ck_assert_uint_eq(tier, holder_tier);
+			ck_assert_uint_eq(offset, running[node][tier]);
+			ck_assert_uint_eq(index, counted[node][tier]);
+			running[node][tier] += job.sizes[k];
+			counted[node][tier]++;
+			ck_assert(nopfs_placement_primary_place(one, k, &node2, &tier2, &offset2,
+			                                        &index2));
+			ck_assert_uint_eq(offset2, offset);
+			ck_assert_uint_eq(index2, index);
+		}
+		nopfs_placement_destroy(one);
+		nopfs_placement_destroy(all);
+		job_free(&job);
+	}
+}
+END_TEST
+
 START_TEST(bad_inputs_are_rejected)
 {
 	struct job job;
@@ -384,6 +427,7 @@ int main(void)
 	tcase_add_test(tc, owner_is_the_most_frequent_reader);
 	tcase_add_test(tc, hand_checked_small_job);
 	tcase_add_test(tc, owner_first_beats_greedy_at_tight_room);
+	tcase_add_test(tc, primary_places_are_computable_everywhere);
 	tcase_add_test(tc, bad_inputs_are_rejected);
 	tcase_set_timeout(tc, 300);
 	suite_add_tcase(suite, tc);
