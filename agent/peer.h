@@ -1,0 +1,134 @@
+/*
+ * The data plane between the agents of a job: UCX (on InfiniBand/RoCE it
+ * drives RDMA READ through libibverbs; here it runs over TCP).
+ *
+ * Each agent registers its RAM tier arena and the per-sample state array of
+ * that tier with UCX (ucp_mem_map) and publishes, through PMIx, its worker
+ * address and the packed keys of both regions. A peer then reads a sample in
+ * two one-sided gets: the state byte (is it present yet?) and, if present,
+ * the bytes. Samples a peer keeps elsewhere (SSD tier) are asked for with a
+ * request/response exchange (active messages) that the owner answers from
+ * its serve callback, or with "not available" when it has not fetched it.
+ * A progress thread keeps UCX moving (over TCP, gets are emulated with
+ * active messages and hang without progress). Every remote operation has a
+ * deadline; past it, or on any error, the caller falls back to the PFS.
+ *
+ * A node whose operation timed out or whose connection failed is "down" for
+ * one deadline (timeout_ms): operations on it fail at once with NOPFS_ERR_IO
+ * instead of each waiting out a deadline; the next one after that reconnects.
+ *
+ * Threads: get, fetch, connect and stats may be called concurrently from any
+ * threads; destroy only once they have all returned.
+ */
+#ifndef NOPFS_AGENT_PEER_H
+#define NOPFS_AGENT_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+struct peer_plane;
+
+/*
+ * Answer a peer's request for @sample: copy its bytes into @buffer (room for
+ * @size bytes) and return NOPFS_OK, or NOPFS_ERR_NOT_FOUND when this agent
+ * does not have it (yet). Called from the progress thread: must not block
+ * for long (the plane answers nothing else meanwhile) and must not call
+ * peer_plane_*() functions.
+ */
+typedef nopfs_status (*peer_serve_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size);
+
+struct peer_config {
+	uint32_t node;  /* this agent's node index, for messages */
+	void *ram_base; /* RAM tier arena to expose; may be NULL */
+	size_t ram_bytes;
+	void *state_base; /* per-sample state bytes of that tier; may be NULL */
+	size_t state_bytes;
+	uint8_t present_value; /* a state byte equal to this means "present" */
+	peer_serve_fn serve;   /* for requests; may be NULL (answers "not available") */
+	void *serve_arg;
+	int timeout_ms; /* deadline of every remote operation, > 0 */
+};
+
+/*
+ * What one agent publishes so that others can reach it (opaque bytes). A
+ * region is exposed (has a key) if and only if its length is not zero.
+ */
+struct peer_record {
+	void *address; /* UCX worker address */
+	size_t address_length;
+	void *ram_key; /* packed remote key of the RAM arena (NULL if none) */
+	size_t ram_key_length;
+	void *state_key; /* packed remote key of the state array (NULL if none) */
+	size_t state_key_length;
+	uint64_t ram_base; /* remote virtual addresses of the regions */
+	uint64_t state_base;
+	uint64_t ram_bytes; /* their lengths: reads are checked against them */
+	uint64_t state_bytes;
+};
+
+/* Statistics of the plane, for the report. */
+struct peer_stats {
+	uint64_t gets, get_bytes;         /* successful one-sided reads of samples */
+	uint64_t not_present;             /* remote state said absent: PFS instead */
+	uint64_t requests, request_bytes; /* successful request/response fetches */
+	uint64_t not_available;           /* a peer answered "not available" */
+	uint64_t timeouts, errors;        /* operations abandoned */
+	uint64_t served, served_bytes;    /* requests this agent answered with bytes */
+};
+
+/*
+ * Create the plane: UCX context, worker, registrations, progress thread.
+ * UCX reads its UCX_* environment variables here; TCP connections are made
+ * without blocking unless UCX_TCP_CONN_NB says otherwise. On failure, logs
+ * why and leaves *@out unchanged.
+ */
+nopfs_status peer_plane_create(const struct peer_config *config, struct peer_plane **out);
+
+/* This agent's record (owned by the plane, valid until destroy). */
+const struct peer_record *peer_plane_local_record(struct peer_plane *plane);
+
+/*
+ * Connect to @node described by @record (copied): endpoint, unpacked keys.
+ * Nodes are numbered 0..nodes-1; connecting to oneself is allowed and unused.
+ * Connecting again to a node replaces its record and connection.
+ */
+nopfs_status peer_plane_connect(struct peer_plane *plane, uint32_t node,
+                                const struct peer_record *record);
+
+/*
+ * Read sample bytes from @node's RAM tier: first the state byte at
+ * @state_offset; if it is the present value, @size bytes at @data_offset into
+ * @dest. NOPFS_ERR_NOT_FOUND when not present (nothing copied),
+ * NOPFS_ERR_TIMEOUT past the deadline, NOPFS_ERR_IO on a transport error or
+ * while the node is down, NOPFS_ERR_RANGE when the offsets fall outside the
+ * node's regions, NOPFS_ERR_INVALID for a node never connected. On any error
+ * @dest may have been partly written.
+ */
+nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t state_offset,
+                            uint64_t data_offset, void *dest, uint64_t size);
+
+/*
+ * Ask @node for @sample (@size bytes into @dest); NOPFS_ERR_NOT_FOUND when it
+ * answers "not available", other errors as peer_plane_get().
+ */
+nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t sample, void *dest,
+                              uint64_t size);
+
+void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats);
+
+/* Stop the progress thread, close endpoints, release everything. */
+void peer_plane_destroy(struct peer_plane *plane);
+
+/*
+ * Serialize a record into one buffer (malloc'd, caller frees) for PMIx, and
+ * back (the parsed record points into @buffer, which must outlive it).
+ * Unpack rejects (NOPFS_ERR_FORMAT) any buffer whose lengths do not add up;
+ * output parameters are set only on success.
+ */
+nopfs_status peer_record_pack(const struct peer_record *record, void **buffer, size_t *length);
+nopfs_status peer_record_unpack(const void *buffer, size_t length, struct peer_record *record);
+
+#endif

@@ -1,0 +1,215 @@
+/*
+ * Internals of the data plane (peer.h), shared by its files:
+ *   peer.c         the plane: UCX context, worker, registrations, progress thread
+ *   peer_node.c    the nodes: connections (endpoint and keys), failures, hold-off
+ *   peer_op.c      one remote operation: its UCX requests, deadline, abort
+ *   peer_get.c     one-sided reads of a node's RAM tier
+ *   peer_fetch.c   request/response: the asking side
+ *   peer_serve.c   request/response: the answering side
+ *   peer_record.c  the published record, packed and unpacked
+ *
+ * Threads. The worker is UCS_THREAD_MODE_MULTI: callers post operations from
+ * their own threads while the progress thread alone calls
+ * ucp_worker_progress(), so completion callbacks and active-message handlers
+ * run there (or, for requests purged by an endpoint close, in the thread that
+ * closes). Callers then sleep on their operation's condition variable. The
+ * alternative, a worker owned by the progress thread with a queue of
+ * operations, would add a queue hop and a wake-up to every get; UCX's own
+ * lock already serializes the worker.
+ *
+ * Locks, in the order they may be taken: a node's lock, then UCX's worker
+ * lock (inside ucp_* calls), then an operation's lock, the pending list's or
+ * the reply spares'. Callbacks run under the worker lock, so they never take
+ * a node lock, and nothing calls UCX while holding a lock taken by callbacks.
+ */
+#ifndef NOPFS_AGENT_PEER_INTERNAL_H
+#define NOPFS_AGENT_PEER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ucp/api/ucp.h>
+
+#include "peer.h"
+
+enum peer_am_id {
+	PEER_AM_REQUEST = 1,  /* asker -> owner: struct peer_request, no data */
+	PEER_AM_RESPONSE = 2, /* owner -> asker: struct peer_response, the bytes */
+};
+
+#define PEER_REQUEST_MAGIC 0x4e504652u /* "NPFR" */
+
+/*
+ * Active-message headers. The agents of a job run the same build, so these
+ * travel in host order; the magic catches a stray or foreign message.
+ */
+struct peer_request {
+	uint32_t magic;
+	uint32_t asker; /* the asking agent's node */
+	uint64_t id;    /* echoed in the response */
+	uint64_t sample;
+	uint64_t size;
+};
+
+enum peer_answer {
+	PEER_ANSWER_BYTES = 0,         /* the data are the sample's bytes */
+	PEER_ANSWER_NOT_AVAILABLE = 1, /* no data */
+};
+
+struct peer_response {
+	uint64_t id;
+	uint32_t answer; /* enum peer_answer */
+	uint32_t owner;  /* the answering agent's node */
+};
+
+/*
+ * A connection to a node: an endpoint and the remote keys unpacked on it.
+ * Referenced by the node while current and by every operation using it; the
+ * last reference destroys the keys (after the endpoint was closed: the keys
+ * of UCX 1.13 hold no reference to their endpoint, and operations still
+ * using them must complete first).
+ */
+struct peer_conn {
+	struct peer_plane *plane;
+	struct peer_node *node;
+	ucp_ep_h ep;                  /* closed (and stale) once @closed is set */
+	ucp_rkey_h ram_key;           /* NULL when the node exposes no RAM arena */
+	ucp_rkey_h state_key;         /* NULL when it exposes no state array */
+	uint64_t ram_base, ram_bytes; /* the node's regions, from its record */
+	uint64_t state_base, state_bytes;
+	atomic_uint refs;
+	atomic_bool failed;        /* UCX reported an error on the endpoint */
+	bool closed;               /* under the node's write lock */
+	nopfs_status close_reason; /* what canceled operations report */
+};
+
+struct peer_node {
+	uint32_t index;
+	/*
+	 * Readers post operations on conn->ep; a writer creates, closes or
+	 * replaces the connection, so no endpoint is used while being closed.
+	 */
+	pthread_rwlock_t lock;
+	struct peer_record record; /* copy; its blobs live in @blobs */
+	void *blobs;
+	struct peer_conn *conn; /* NULL while down or not yet reconnected */
+	uint64_t down_until;    /* monotonic ns: not contacted before */
+};
+
+/* Counters behind struct peer_stats (relaxed atomics). */
+struct peer_counters {
+	atomic_uint_fast64_t gets, get_bytes, not_present;
+	atomic_uint_fast64_t requests, request_bytes, not_available;
+	atomic_uint_fast64_t timeouts, errors;
+	atomic_uint_fast64_t served, served_bytes;
+};
+
+/* A buffer for one answer: the header and room for the bytes. */
+struct peer_reply {
+	struct peer_plane *plane;
+	struct peer_reply *next; /* among the spares */
+	struct peer_response header;
+	uint64_t capacity;
+	unsigned char data[];
+};
+
+struct peer_plane {
+	struct peer_config config;
+	ucp_context_h context;
+	ucp_worker_h worker;
+	ucp_mem_h ram_memh; /* NULL when not exposed */
+	ucp_mem_h state_memh;
+	struct peer_record record; /* ours; its blobs live in @record_blobs */
+	void *record_blobs;
+
+	pthread_t progress;
+	atomic_bool stopping; /* destroy has begun: requests are not served */
+	int worker_fd;        /* ucp_worker_get_efd(); owned by UCX */
+	int stop_fd;          /* eventfd: stop the progress thread */
+
+	pthread_mutex_t nodes_lock; /* the array; nodes themselves are stable */
+	struct peer_node **nodes;
+	uint32_t node_slots;
+
+	pthread_mutex_t pending_lock; /* fetches awaiting a response */
+	struct peer_op *pending;
+	uint64_t next_id;
+
+	pthread_mutex_t replies_lock; /* spare reply buffers */
+	struct peer_reply *spares;
+	unsigned int spare_count;
+
+	struct peer_counters counters;
+};
+
+/*
+ * One remote operation of a caller. Its "units" are what may still touch it
+ * or its destination: posted UCX requests and, for a fetch, the awaited
+ * response. The caller frees it once no unit is left; if it must leave
+ * earlier (UCX did not complete a request even after the endpoint was
+ * closed), it abandons the operation to the last unit.
+ */
+struct peer_op {
+	struct peer_plane *plane;
+	struct peer_conn *conn; /* referenced */
+	pthread_mutex_t lock;
+	pthread_cond_t done;
+	unsigned int units;
+	ucs_status_t status; /* the first unit's failure, UCS_OK if none */
+	bool abandoned;
+	uint64_t deadline; /* monotonic ns */
+
+	/* fetch */
+	struct peer_op *next;        /* in plane->pending while the response is awaited */
+	struct peer_request request; /* sent; valid until its send completes */
+	void *dest;
+	uint64_t size;
+	bool not_available;
+
+	/* get */
+	uint8_t state; /* the remote state byte lands here */
+};
+
+#define peer_count(plane, counter, n) \
+	atomic_fetch_add_explicit(&(plane)->counters.counter, (n), memory_order_relaxed)
+
+/* peer_node.c */
+struct peer_node *peer_node_find(struct peer_plane *plane, uint32_t index);
+nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
+                               const struct peer_record *record);
+nopfs_status peer_node_acquire(struct peer_plane *plane, struct peer_node *node,
+                               struct peer_conn **out);
+void peer_conn_put(struct peer_conn *conn);
+nopfs_status peer_conn_lock(struct peer_conn *conn);
+void peer_conn_unlock(struct peer_conn *conn);
+void peer_conn_retire(struct peer_plane *plane, struct peer_conn *conn, nopfs_status reason);
+void peer_nodes_destroy(struct peer_plane *plane);
+
+/* peer_record.c */
+bool peer_record_is_valid(const struct peer_record *record);
+
+/* peer_op.c */
+struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn);
+void peer_op_begin(struct peer_op *op);
+void peer_op_end(struct peer_op *op, ucs_status_t status);
+ucp_request_param_t peer_op_send_param(struct peer_op *op);
+ucp_request_param_t peer_op_recv_param(struct peer_op *op);
+nopfs_status peer_op_posted(struct peer_op *op, ucs_status_ptr_t request, const char *what);
+nopfs_status peer_op_wait(struct peer_op *op, const char *what,
+                          void (*on_deadline)(struct peer_op *op));
+void peer_op_release(struct peer_op *op);
+nopfs_status peer_op_count(struct peer_plane *plane, nopfs_status status);
+
+/* peer_fetch.c */
+void peer_fetch_fail_pending(struct peer_plane *plane, struct peer_conn *conn, ucs_status_t status);
+ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_length, void *data,
+                                 size_t length, const ucp_am_recv_param_t *param);
+
+/* peer_serve.c */
+ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_length, void *data,
+                                size_t length, const ucp_am_recv_param_t *param);
+void peer_serve_destroy(struct peer_plane *plane);
+
+#endif

@@ -1,0 +1,483 @@
+/*
+ * The data plane's remote read rate between two processes over UCX/TCP on
+ * loopback: one-sided gets and request/response fetches of 110 KB and 16 MB
+ * samples, against a plain blocking TCP socket serving the same bytes on
+ * request, measured in the same run (one operation in flight each). Then the
+ * same again with UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k.
+ * Figures are printed, not asserted.
+ *
+ *   bench_peer [seconds per figure and pass, default 2]
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "peer.h"
+
+#define PRESENT 1
+#define SIZES   2
+#define ROUNDS  5 /* a process measures every figure once per round */
+#define PASSES  2 /* processes per configuration, alternating */
+
+static const uint64_t sizes[SIZES] = { 110 * 1000, 16 * 1024 * 1024 };
+static const char *const size_names[SIZES] = { "110 KB", "16 MB" };
+
+enum method { METHOD_GET, METHOD_FETCH, METHOD_TCP, METHODS };
+static const char *const method_names[METHODS] = { "get", "fetch", "tcp" };
+
+struct figures {
+	double rate[ROUNDS][SIZES][METHODS]; /* MB/s */
+};
+
+/* The server's samples: one of each size, back to back in one arena. */
+struct arena {
+	unsigned char *ram;
+	uint64_t offsets[SIZES];
+	unsigned char state[SIZES];
+};
+
+static double seconds_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static int arena_init(struct arena *arena)
+{
+	uint64_t total = 0;
+
+	for (int s = 0; s < SIZES; s++) {
+		arena->offsets[s] = total;
+		arena->state[s] = PRESENT;
+		total += sizes[s];
+	}
+	arena->ram = malloc(total);
+	if (!arena->ram)
+		return -1;
+	for (uint64_t i = 0; i < total; i++)
+		arena->ram[i] = (unsigned char)(i * 131 + 7);
+	return 0;
+}
+
+static nopfs_status arena_serve(void *arg, uint64_t sample, void *buffer, uint64_t size)
+{
+	struct arena *arena = arg;
+
+	if (sample >= SIZES || size != sizes[sample])
+		return NOPFS_ERR_NOT_FOUND;
+	memcpy(buffer, arena->ram + arena->offsets[sample], size);
+	return NOPFS_OK;
+}
+
+static int write_all(int fd, const void *data, size_t length)
+{
+	for (size_t done = 0; done < length;) {
+		ssize_t n = write(fd, (const char *)data + done, length - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *data, size_t length)
+{
+	for (size_t done = 0; done < length;) {
+		ssize_t n = read(fd, (char *)data + done, length - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+static int send_record(int fd, struct peer_plane *plane)
+{
+	void *packed;
+	size_t length;
+	int rc;
+
+	if (peer_record_pack(peer_plane_local_record(plane), &packed, &length) != NOPFS_OK)
+		return -1;
+	rc = write_all(fd, &length, sizeof(length)) || write_all(fd, packed, length);
+	free(packed);
+	return rc ? -1 : 0;
+}
+
+static int receive_record(int fd, struct peer_plane *plane, uint32_t node)
+{
+	struct peer_record record;
+	unsigned char packed[4096];
+	size_t length;
+
+	if (read_all(fd, &length, sizeof(length)) || length > sizeof(packed) ||
+	    read_all(fd, packed, length) || peer_record_unpack(packed, length, &record) != NOPFS_OK)
+		return -1;
+	return peer_plane_connect(plane, node, &record) == NOPFS_OK ? 0 : -1;
+}
+
+static struct peer_plane *plane_create(uint32_t node, struct arena *arena)
+{
+	struct peer_config config = { .node = node, .present_value = PRESENT, .timeout_ms = 10000 };
+	struct peer_plane *plane;
+
+	if (arena) {
+		config.ram_base = arena->ram;
+		config.ram_bytes = arena->offsets[SIZES - 1] + sizes[SIZES - 1];
+		config.state_base = arena->state;
+		config.state_bytes = SIZES;
+		config.serve = arena_serve;
+		config.serve_arg = arena;
+	}
+	return peer_plane_create(&config, &plane) == NOPFS_OK ? plane : NULL;
+}
+
+/* The baseline server: for each 8-byte request (a sample), its bytes. */
+struct tcp_server {
+	int listener;
+	struct arena *arena;
+};
+
+static void set_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void *tcp_serve(void *arg)
+{
+	struct tcp_server *server = arg;
+	uint64_t sample;
+	int fd = accept(server->listener, NULL, NULL);
+
+	if (fd < 0)
+		return NULL;
+	set_nodelay(fd);
+	while (read_all(fd, &sample, sizeof(sample)) == 0 && sample < SIZES)
+		if (write_all(fd, server->arena->ram + server->arena->offsets[sample],
+		              sizes[sample]))
+			break;
+	close(fd);
+	return NULL;
+}
+
+/* A loopback listener on an ephemeral port (*@port). */
+static int tcp_listen(uint16_t *port)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET,
+		                       .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t length = sizeof(address);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&address, sizeof(address)) || listen(fd, 1) ||
+	    getsockname(fd, (struct sockaddr *)&address, &length)) {
+		close(fd);
+		return -1;
+	}
+	*port = ntohs(address.sin_port);
+	return fd;
+}
+
+static int tcp_connect(uint16_t port)
+{
+	struct sockaddr_in address = { .sin_family = AF_INET,
+		                       .sin_port = htons(port),
+		                       .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&address, sizeof(address))) {
+		close(fd);
+		return -1;
+	}
+	set_nodelay(fd);
+	return fd;
+}
+
+/* The server process: node 1, the plane and the TCP baseline, until EOF. */
+static void __attribute__((noreturn)) server_main(int to_client, int from_client)
+{
+	struct tcp_server server;
+	struct peer_plane *plane;
+	struct arena arena;
+	pthread_t thread;
+	uint16_t port;
+	char byte;
+
+	if (arena_init(&arena))
+		_exit(2);
+	plane = plane_create(1, &arena);
+	server.listener = tcp_listen(&port);
+	server.arena = &arena;
+	if (!plane || server.listener < 0 || pthread_create(&thread, NULL, tcp_serve, &server))
+		_exit(3);
+	if (send_record(to_client, plane) || receive_record(from_client, plane, 0) ||
+	    write_all(to_client, &port, sizeof(port)))
+		_exit(4);
+	while (read(from_client, &byte, 1) > 0)
+		;
+	pthread_join(thread, NULL);
+	close(server.listener);
+	peer_plane_destroy(plane);
+	free(arena.ram);
+	_exit(0);
+}
+
+struct client {
+	struct peer_plane *plane;
+	int tcp;
+	uint64_t offsets[SIZES];
+	unsigned char *dest;
+};
+
+static int run_once(struct client *client, enum method method, int s)
+{
+	uint64_t sample = (uint64_t)s;
+
+	switch (method) {
+	case METHOD_GET:
+		return peer_plane_get(client->plane, 1, sample, client->offsets[s], client->dest,
+		                      sizes[s]) != NOPFS_OK;
+	case METHOD_FETCH:
+		return peer_plane_fetch(client->plane, 1, sample, client->dest, sizes[s]) !=
+		       NOPFS_OK;
+	default:
+		return write_all(client->tcp, &sample, sizeof(sample)) ||
+		       read_all(client->tcp, client->dest, sizes[s]);
+	}
+}
+
+/* MB/s of @method on sample @s for about @seconds; negative on failure. */
+static double measure(struct client *client, enum method method, int s, double seconds)
+{
+	unsigned long count = 0;
+	double start, elapsed;
+
+	for (int i = 0; i < 3; i++) /* warm up */
+		if (run_once(client, method, s))
+			return -1;
+	start = seconds_now();
+	do {
+		if (run_once(client, method, s))
+			return -1;
+		count++;
+		elapsed = seconds_now() - start;
+	} while (elapsed < seconds || count < 5);
+	return count * sizes[s] / elapsed / 1e6;
+}
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *values, int count)
+{
+	qsort(values, (size_t)count, sizeof(values[0]), compare_doubles);
+	return count % 2 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2;
+}
+
+/*
+ * One configuration, in a process of its own (UCX reads its environment
+ * once): fork the server, connect, and measure every size and method once
+ * per round, so that drift of a shared machine hits them alike.
+ */
+static int run_configuration(double seconds, struct figures *figures)
+{
+	int down[2], up[2], status = -1, wstatus;
+	struct client client = { .tcp = -1 };
+	uint16_t port;
+	pid_t pid;
+
+	if (pipe(down) || pipe(up))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		close(down[1]);
+		close(up[0]);
+		server_main(up[1], down[0]);
+	}
+	close(down[0]);
+	close(up[1]);
+	for (int s = 0; s < SIZES; s++) /* as arena_init() lays them out */
+		client.offsets[s] = s ? client.offsets[s - 1] + sizes[s - 1] : 0;
+	client.dest = malloc(sizes[SIZES - 1]);
+	client.plane = plane_create(0, NULL);
+	if (!client.dest || !client.plane || receive_record(up[0], client.plane, 1) ||
+	    send_record(down[1], client.plane) || read_all(up[0], &port, sizeof(port)))
+		goto out;
+	client.tcp = tcp_connect(port);
+	if (client.tcp < 0)
+		goto out;
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int s = 0; s < SIZES; s++) {
+			for (int m = 0; m < METHODS; m++) {
+				double rate = measure(&client, (enum method)m, s, seconds / ROUNDS);
+
+				if (rate < 0) {
+					fprintf(stderr, "bench_peer: %s of %s failed\n",
+					        method_names[m], size_names[s]);
+					goto out;
+				}
+				figures->rate[r][s][m] = rate;
+			}
+		}
+	}
+	status = 0;
+out:
+	if (client.tcp >= 0)
+		close(client.tcp);
+	close(down[1]);
+	close(up[0]);
+	waitpid(pid, &wstatus, 0);
+	peer_plane_destroy(client.plane);
+	free(client.dest);
+	return status;
+}
+
+/* Run one configuration in a child; its figures come back through a pipe. */
+static int measure_with(const char *segment, double seconds, struct figures *figures)
+{
+	int fds[2], wstatus;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[0]);
+		if (segment) {
+			setenv("UCX_TCP_TX_SEG_SIZE", segment, 1);
+			setenv("UCX_TCP_RX_SEG_SIZE", segment, 1);
+		} else {
+			unsetenv("UCX_TCP_TX_SEG_SIZE");
+			unsetenv("UCX_TCP_RX_SEG_SIZE");
+		}
+		_exit(run_configuration(seconds, figures) ||
+		      write_all(fds[1], figures, sizeof(*figures)));
+	}
+	close(fds[1]);
+	if (pid < 0 || read_all(fds[0], figures, sizeof(*figures))) {
+		close(fds[0]);
+		if (pid > 0)
+			waitpid(pid, &wstatus, 0);
+		return -1;
+	}
+	close(fds[0]);
+	waitpid(pid, &wstatus, 0);
+	return 0;
+}
+
+/* Medians over every round of every pass: rates, and ratios within a round. */
+struct summary {
+	double rate[SIZES][METHODS];
+	double versus_tcp[SIZES][METHODS]; /* median of the per-round ratios */
+};
+
+static void summarize(const struct figures passes[PASSES], struct summary *summary)
+{
+	double values[PASSES * ROUNDS], ratios[PASSES * ROUNDS];
+
+	for (int s = 0; s < SIZES; s++) {
+		for (int m = 0; m < METHODS; m++) {
+			int n = 0;
+
+			for (int p = 0; p < PASSES; p++) {
+				for (int r = 0; r < ROUNDS; r++, n++) {
+					const double *round = passes[p].rate[r][s];
+
+					values[n] = round[m];
+					ratios[n] = round[m] / round[METHOD_TCP];
+				}
+			}
+			summary->rate[s][m] = median(values, n);
+			summary->versus_tcp[s][m] = median(ratios, n);
+		}
+	}
+}
+
+static void print_table(const char *title, const struct summary *summary)
+{
+	printf("%s\n  %-8s %10s %10s %10s %8s %10s\n", title, "size", "get MB/s", "fetch MB/s",
+	       "tcp MB/s", "get/tcp", "fetch/tcp");
+	for (int s = 0; s < SIZES; s++)
+		printf("  %-8s %10.0f %10.0f %10.0f %8.2f %10.2f\n", size_names[s],
+		       summary->rate[s][METHOD_GET], summary->rate[s][METHOD_FETCH],
+		       summary->rate[s][METHOD_TCP], summary->versus_tcp[s][METHOD_GET],
+		       summary->versus_tcp[s][METHOD_FETCH]);
+}
+
+static void print_load(const char *when)
+{
+	double load[3];
+
+	if (getloadavg(load, 3) == 3)
+		printf("load average %s: %.2f %.2f %.2f\n", when, load[0], load[1], load[2]);
+}
+
+int main(int argc, char **argv)
+{
+	static struct figures plain[PASSES], large[PASSES];
+	struct summary p, l;
+	double seconds = argc > 1 ? atof(argv[1]) : 2;
+
+	if (seconds <= 0) {
+		fprintf(stderr, "usage: bench_peer [seconds per figure and pass]\n");
+		return 2;
+	}
+	/* loopback TCP, as between the nodes of the test cluster */
+	setenv("UCX_TLS", "tcp", 1);
+	setenv("UCX_NET_DEVICES", "lo", 1);
+	printf("bench_peer: two processes, UCX over tcp on lo, one operation in flight; "
+	       "medians of %d passes x %d interleaved rounds; target get/tcp and fetch/tcp "
+	       ">= 0.8\n",
+	       PASSES, ROUNDS);
+	print_load("before");
+	for (int pass = 0; pass < PASSES; pass++) {
+		if (measure_with(NULL, seconds, &plain[pass]) ||
+		    measure_with("64k", seconds, &large[pass])) {
+			fprintf(stderr, "bench_peer: a measurement failed\n");
+			return 1;
+		}
+	}
+	print_load("after");
+	summarize(plain, &p);
+	summarize(large, &l);
+	print_table("UCX TCP segments: default (UCX_TCP_TX_SEG_SIZE 8k, RX 64k)", &p);
+	print_table("UCX TCP segments: 64k (UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k)", &l);
+	printf("effect of 64k segments (64k / default; rates, then ratios to tcp):\n");
+	for (int s = 0; s < SIZES; s++)
+		printf("  %-8s get x%.2f  fetch x%.2f  (get/tcp x%.2f  fetch/tcp x%.2f)\n",
+		       size_names[s], l.rate[s][METHOD_GET] / p.rate[s][METHOD_GET],
+		       l.rate[s][METHOD_FETCH] / p.rate[s][METHOD_FETCH],
+		       l.versus_tcp[s][METHOD_GET] / p.versus_tcp[s][METHOD_GET],
+		       l.versus_tcp[s][METHOD_FETCH] / p.versus_tcp[s][METHOD_FETCH]);
+	return 0;
+}

@@ -1,0 +1,186 @@
+/*
+ * Test helpers for the data plane: a store of samples (a RAM arena and its
+ * state bytes, with a serve callback over the same bytes), planes built on
+ * it, connected through packed records as PMIx would carry them.
+ */
+#ifndef NOPFS_TEST_PEER_FIXTURE_H
+#define NOPFS_TEST_PEER_FIXTURE_H
+
+#include <check.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#else
+#define RUNNING_ON_VALGRIND 0
+#endif
+
+#include "peer.h"
+
+#define PRESENT 2 /* state byte of a sample in the arena */
+#define FILLING 1 /* state byte of a sample not there yet */
+#define SAMPLES 6
+#define ABSENT  4 /* the sample whose state byte says "filling" */
+
+/* Deadlines, and the scheduling slack allowed on top; longer under valgrind. */
+#define SCALE       (RUNNING_ON_VALGRIND ? 10 : 1)
+#define TIMEOUT_MS  (1000 * SCALE)
+#define DEADLINE_MS (300 * SCALE)
+#define SLACK_MS    (250 * SCALE)
+
+/* 1 byte, an odd size, 110 KB, 16 MB, absent, 64 KiB. */
+static const uint64_t sample_sizes[SAMPLES] = {
+	1, 4099, 110 * 1000, 16 * 1024 * 1024, 110 * 1000, 64 * 1024,
+};
+
+struct store {
+	unsigned char *ram;
+	uint64_t offsets[SAMPLES + 1];
+	unsigned char state[SAMPLES];
+	unsigned int serve_delay_ms; /* the serve callback sleeps this long first */
+	atomic_uint served;
+};
+
+/* The byte @i of @sample: differs between samples and positions. */
+static inline unsigned char sample_byte(unsigned int sample, uint64_t i)
+{
+	return (unsigned char)(i * 131 + (i >> 9) * 7 + sample * 29 + 1);
+}
+
+static inline void store_init(struct store *store)
+{
+	store->offsets[0] = 0;
+	for (unsigned int s = 0; s < SAMPLES; s++)
+		store->offsets[s + 1] = store->offsets[s] + sample_sizes[s];
+	store->ram = malloc(store->offsets[SAMPLES]);
+	ck_assert_ptr_nonnull(store->ram);
+	for (unsigned int s = 0; s < SAMPLES; s++) {
+		for (uint64_t i = 0; i < sample_sizes[s]; i++)
+			store->ram[store->offsets[s] + i] = sample_byte(s, i);
+		store->state[s] = s == ABSENT ? FILLING : PRESENT;
+	}
+	store->serve_delay_ms = 0;
+	atomic_init(&store->served, 0);
+}
+
+static inline void store_fini(struct store *store)
+{
+	free(store->ram);
+}
+
+/* Whether @buffer holds @sample's bytes. */
+static inline int sample_is_right(unsigned int sample, const unsigned char *buffer)
+{
+	for (uint64_t i = 0; i < sample_sizes[sample]; i++)
+		if (buffer[i] != sample_byte(sample, i))
+			return 0;
+	return 1;
+}
+
+static inline nopfs_status store_serve(void *arg, uint64_t sample, void *buffer, uint64_t size)
+{
+	struct store *store = arg;
+
+	if (store->serve_delay_ms)
+		usleep(store->serve_delay_ms * 1000u);
+	if (sample >= SAMPLES || store->state[sample] != PRESENT || size != sample_sizes[sample])
+		return NOPFS_ERR_NOT_FOUND;
+	memcpy(buffer, store->ram + store->offsets[sample], size);
+	atomic_fetch_add(&store->served, 1);
+	return NOPFS_OK;
+}
+
+/* A plane for @node exposing @store (none if NULL) and serving from it. */
+static inline struct peer_plane *plane_start(uint32_t node, struct store *store, int timeout_ms)
+{
+	struct peer_config config = {
+		.node = node,
+		.present_value = PRESENT,
+		.timeout_ms = timeout_ms,
+	};
+	struct peer_plane *plane = NULL;
+
+	if (store) {
+		config.ram_base = store->ram;
+		config.ram_bytes = store->offsets[SAMPLES];
+		config.state_base = store->state;
+		config.state_bytes = SAMPLES;
+		config.serve = store_serve;
+		config.serve_arg = store;
+	}
+	ck_assert_int_eq(peer_plane_create(&config, &plane), NOPFS_OK);
+	ck_assert_ptr_nonnull(plane);
+	return plane;
+}
+
+/* Connect @plane to @node through @packed, as received from PMIx. */
+static inline void connect_packed(struct peer_plane *plane, uint32_t node, const void *packed,
+                                  size_t length)
+{
+	struct peer_record record;
+
+	ck_assert_int_eq(peer_record_unpack(packed, length, &record), NOPFS_OK);
+	ck_assert_int_eq(peer_plane_connect(plane, node, &record), NOPFS_OK);
+}
+
+/* @from learns @to's record (as node @to_node) through pack and unpack. */
+static inline void connect_to(struct peer_plane *from, struct peer_plane *to, uint32_t to_node)
+{
+	void *packed;
+	size_t length;
+
+	ck_assert_int_eq(peer_record_pack(peer_plane_local_record(to), &packed, &length), NOPFS_OK);
+	connect_packed(from, to_node, packed, length);
+	free(packed);
+}
+
+static inline double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* A get of @sample of @store from @node into @dest. */
+static inline nopfs_status get_sample(struct peer_plane *plane, uint32_t node,
+                                      const struct store *store, unsigned int sample, void *dest)
+{
+	return peer_plane_get(plane, node, sample, store->offsets[sample], dest,
+	                      sample_sizes[sample]);
+}
+
+/* Two planes of this process, each a node of the other. */
+struct pair {
+	struct store store[2];
+	struct peer_plane *plane[2];
+};
+
+static inline void pair_start(struct pair *pair, int timeout_ms)
+{
+	for (unsigned int n = 0; n < 2; n++) {
+		store_init(&pair->store[n]);
+		pair->plane[n] = plane_start(n, &pair->store[n], timeout_ms);
+	}
+	connect_to(pair->plane[0], pair->plane[1], 1);
+	connect_to(pair->plane[1], pair->plane[0], 0);
+}
+
+static inline void pair_stop(struct pair *pair)
+{
+	for (unsigned int n = 0; n < 2; n++) {
+		peer_plane_destroy(pair->plane[n]);
+		store_fini(&pair->store[n]);
+	}
+}
+
+/* check_peer_failures.c: deadlines, dead peers, two processes. */
+void peer_add_failure_tests(Suite *suite);
+
+#endif
