@@ -109,29 +109,35 @@ def main():
 
         agent = subprocess.Popen([sys.argv[2], "--socket", socket, "--copies", copies,
                                   "--samples", str(SAMPLES)], stdout=subprocess.DEVNULL)
-        for _ in range(100):
-            if os.path.exists(socket):
-                break
-            time.sleep(0.05)
-        client = ctypes.c_void_p()
-        status = lib.nopfs_client_connect(socket.encode(), 0, ctypes.byref(client))
-        assert status == 0, lib.nopfs_status_string(status)
-        assert lib.nopfs_client_sample_count(client) == SAMPLES
+        try:
+            for _ in range(100):
+                if os.path.exists(socket):
+                    break
+                time.sleep(0.05)
+            client = ctypes.c_void_p()
+            status = lib.nopfs_client_connect(socket.encode(), 0, ctypes.byref(client))
+            assert status == 0, lib.nopfs_status_string(status)
+            assert lib.nopfs_client_sample_count(client) == SAMPLES
 
-        assert get(lib, client, 0) == (copy("STAGED", 0), label(0), 0)
-        for i in range(1, SAMPLES):
-            assert get(lib, client, i) == (copy("AGENT", i), label(i), 1)
-        text = ctypes.c_void_p()
-        assert lib.nopfs_client_stats(client, ctypes.byref(text)) == 0
-        stats = json.loads(ctypes.string_at(text.value))
-        libc.free(text)
-        assert stats["gets"] == SAMPLES - 1, stats
+            assert get(lib, client, 0) == (copy("STAGED", 0), label(0), 0)
+            for i in range(1, SAMPLES):
+                assert get(lib, client, i) == (copy("AGENT", i), label(i), 1)
+            text = ctypes.c_void_p()
+            assert lib.nopfs_client_stats(client, ctypes.byref(text)) == 0
+            stats = json.loads(ctypes.string_at(text.value))
+            libc.free(text)
+            assert stats["gets"] == SAMPLES - 1, stats
 
-        agent.terminate()
-        agent.wait()
-        for i in range(1, SAMPLES):
-            assert get(lib, client, i) == (copy("PFS", i), label(i), 4)
-        lib.nopfs_client_disconnect(client)
+            agent.terminate()
+            agent.wait()
+            for i in range(1, SAMPLES):
+                assert get(lib, client, i) == (copy("PFS", i), label(i), 4)
+            lib.nopfs_client_disconnect(client)
+        finally:
+            # Also when a check failed: never leave the fake agent running.
+            if agent.poll() is None:
+                agent.kill()
+                agent.wait()
     print("ok: libnopfs through ctypes")
     return 0
 
