@@ -81,12 +81,15 @@ static void *watch_main(void *arg)
 		if (idle[1].revents)
 			break;
 		while (drain(watch, buffer, sizeof(buffer), &failed) && !failed) {
-			int rc = poll(&busy, 1, WATCH_BATCH_MS);
-
-			if (rc > 0)
-				return NULL; /* stopping */
+			if (poll(&busy, 1, WATCH_BATCH_MS) > 0)
+				break; /* stopping */
 		}
+		if (busy.revents)
+			break;
 	}
+	/* Stopping: the opens still queued are deliveries, count them. */
+	if (!failed)
+		drain(watch, buffer, sizeof(buffer), &failed);
 	return NULL;
 }
 
