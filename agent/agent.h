@@ -33,6 +33,7 @@ struct agent {
 	struct bench_result bench;
 	struct nopfs_node_tiers node_tiers;
 	struct tier_set tiers;
+	struct peer_plane *peers; /* the other nodes' agents (NULL: none) */
 	struct prefetch prefetch;
 	struct stage stage;
 	struct watch watch;

@@ -10,7 +10,8 @@
 #include "bootstrap.h"
 #include "log.h"
 
-#define RECORD_KEY "nopfs.agent.record"
+/* The k-th exchange's key; a key put again would not replace what the others cached. */
+#define RECORD_KEY_FORMAT "nopfs.agent.record.%u"
 
 bool bootstrap_available(void)
 {
@@ -163,8 +164,8 @@ static void free_records(void **records, size_t *lengths, uint32_t nodes)
 }
 
 /* Get node @n's record into records[n]. */
-static nopfs_status get_record(struct bootstrap *bootstrap, uint32_t n, int timeout_s,
-                               void **record, size_t *length)
+static nopfs_status get_record(struct bootstrap *bootstrap, const char *key, uint32_t n,
+                               int timeout_s, void **record, size_t *length)
 {
 	pmix_proc_t peer;
 	pmix_info_t info;
@@ -174,7 +175,7 @@ static nopfs_status get_record(struct bootstrap *bootstrap, uint32_t n, int time
 
 	PMIX_LOAD_PROCID(&peer, bootstrap->nspace, n);
 	PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout_value, PMIX_INT);
-	rc = PMIx_Get(&peer, RECORD_KEY, &info, 1, &value);
+	rc = PMIx_Get(&peer, key, &info, 1, &value);
 	PMIX_INFO_DESTRUCT(&info);
 	if (rc != PMIX_SUCCESS || value->type != PMIX_BYTE_OBJECT) {
 		nopfs_error("PMIx: no record from node %" PRIu32 ": %s", n,
@@ -200,10 +201,12 @@ nopfs_status bootstrap_exchange(struct bootstrap *bootstrap, const void *record,
 {
 	void **records = calloc(bootstrap->nodes, sizeof(*records));
 	size_t *lengths = calloc(bootstrap->nodes, sizeof(*lengths));
+	char key[PMIX_MAX_KEYLEN + 1];
 	pmix_value_t value;
 	pmix_status_t rc;
 	nopfs_status status;
 
+	snprintf(key, sizeof(key), RECORD_KEY_FORMAT, bootstrap->exchanges++);
 	if (!records || !lengths) {
 		free_records(records, lengths, 0);
 		nopfs_error("PMIx: no memory for %" PRIu32 " records", bootstrap->nodes);
@@ -213,7 +216,7 @@ nopfs_status bootstrap_exchange(struct bootstrap *bootstrap, const void *record,
 	value.type = PMIX_BYTE_OBJECT;
 	value.data.bo.bytes = (char *)record;
 	value.data.bo.size = length;
-	rc = PMIx_Put(PMIX_GLOBAL, RECORD_KEY, &value);
+	rc = PMIx_Put(PMIX_GLOBAL, key, &value);
 	if (rc == PMIX_SUCCESS)
 		rc = PMIx_Commit();
 	if (rc != PMIX_SUCCESS) {
@@ -230,7 +233,7 @@ nopfs_status bootstrap_exchange(struct bootstrap *bootstrap, const void *record,
 		return from_pmix(rc);
 	}
 	for (uint32_t n = 0; n < bootstrap->nodes; n++) {
-		status = get_record(bootstrap, n, timeout_s, &records[n], &lengths[n]);
+		status = get_record(bootstrap, key, n, timeout_s, &records[n], &lengths[n]);
 		if (status != NOPFS_OK) {
 			free_records(records, lengths, bootstrap->nodes);
 			return status;

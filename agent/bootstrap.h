@@ -16,11 +16,12 @@
 #include "status.h"
 
 struct bootstrap {
-	bool active;      /* PMIx initialized */
-	bool broken;      /* a fence timed out: PMIx is left alone */
-	uint32_t node;    /* our rank in the agent step */
-	uint32_t nodes;   /* agents in the step */
-	char nspace[256]; /* the step's PMIx namespace */
+	bool active;            /* PMIx initialized */
+	bool broken;            /* a fence timed out: PMIx is left alone */
+	uint32_t node;          /* our rank in the agent step */
+	uint32_t nodes;         /* agents in the step */
+	char nspace[256];       /* the step's PMIx namespace */
+	unsigned int exchanges; /* so far: each publishes under its own key */
 };
 
 /* Whether this process was started with a PMIx server to talk to. */
@@ -33,7 +34,8 @@ nopfs_status bootstrap_init(struct bootstrap *bootstrap);
  * Publish @record (@length bytes) and collect every node's: on success
  * records[n] (malloc'd, caller frees each and the array) with lengths[n], for
  * n in 0..nodes-1. NOPFS_ERR_TIMEOUT when the fence does not complete within
- * @timeout_s seconds.
+ * @timeout_s seconds. Every node must make the same exchanges in the same
+ * order: the k-th of each node's is matched with the k-th of the others'.
  */
 nopfs_status bootstrap_exchange(struct bootstrap *bootstrap, const void *record, size_t length,
                                 int timeout_s, void ***records, size_t **lengths);

@@ -12,6 +12,10 @@
 #include "agent.h"
 #include "cluster.h"
 #include "log.h"
+#include "peer.h"
+
+/* Deadline of one remote read: past it, the PFS. */
+#define PEER_TIMEOUT_MS 1000
 
 /* Write @length bytes to @path atomically (a temporary name, then rename). */
 static nopfs_status write_file(const char *path, const void *data, size_t length)
@@ -271,4 +275,133 @@ void cluster_fini(struct agent *agent)
 	if (agent->shared_catalog[0])
 		unlink(agent->shared_catalog);
 	agent->shared_catalog[0] = '\0';
+}
+
+/* A peer asks for @sample: answer from a local tier if it is there. */
+static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_t size)
+{
+	struct agent *agent = arg;
+
+	if (sample >= agent->job.sampler.count ||
+	    nopfs_catalog_size(agent->job.catalog, sample) != size)
+		return NOPFS_ERR_NOT_FOUND;
+	for (unsigned int t = 0; t < agent->tiers.count; t++) {
+		struct tier *tier = &agent->tiers.tier[t];
+		int64_t position = tier_position(tier, (uint32_t)sample);
+
+		if (position >= 0 && atomic_load(&tier->state[position]) == TIER_PRESENT)
+			return tier_read(tier, (uint64_t)position, buffer);
+	}
+	return NOPFS_ERR_NOT_FOUND;
+}
+
+/* What a node without a data plane publishes instead of its record. */
+static const char no_plane_record = 0;
+
+/*
+ * Connect every agent's data plane to every other's. The exchange is
+ * collective, so a node whose plane cannot start still takes part (with an
+ * empty record) and the others read what it keeps from the PFS; a node that
+ * cannot be reached is likewise left to the PFS. Only a failed exchange, where
+ * PMIx itself is broken, is an error.
+ */
+nopfs_status cluster_connect_peers(struct agent *agent)
+{
+	struct tier *ram = agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM
+	                           ? &agent->tiers.tier[0]
+	                           : NULL;
+	struct peer_config config = {
+		.node = agent->bootstrap.node,
+		.ram_base = ram && ram->primary_count ? ram->base : NULL,
+		.ram_bytes = ram && ram->primary_count ? ram->bytes : 0,
+		.state_base = ram && ram->primary_count ? (void *)ram->state : NULL,
+		.state_bytes = ram ? ram->primary_count : 0,
+		.present_value = TIER_PRESENT,
+		.serve = serve_peer,
+		.serve_arg = agent,
+		.timeout_ms = PEER_TIMEOUT_MS,
+	};
+	uint32_t node_unused, nodes = agent->bootstrap.nodes, connected = 0;
+	unsigned int tier_unused;
+	uint64_t offset_unused, index_unused;
+	void *packed = NULL, **records = NULL;
+	size_t packed_length = 0, *lengths = NULL;
+	nopfs_status status;
+
+	if (!agent->bootstrap.active || nodes < 2)
+		return NOPFS_OK;
+	/* Computes every primary's place once, before the stagers ask concurrently. */
+	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
+	                              &offset_unused, &index_unused);
+	if (peer_plane_create(&config, &agent->peers) != NOPFS_OK ||
+	    peer_record_pack(peer_plane_local_record(agent->peers), &packed, &packed_length) !=
+	            NOPFS_OK) {
+		nopfs_warning("data plane: off on node %" PRIu32
+		              ": its tasks read what other nodes keep from the PFS",
+		              agent->bootstrap.node);
+		cluster_disconnect_peers(agent);
+		free(packed);
+		packed = NULL;
+	}
+	status = bootstrap_exchange(&agent->bootstrap, packed ? packed : &no_plane_record,
+	                            packed ? packed_length : sizeof(no_plane_record),
+	                            agent->options.fence_timeout, &records, &lengths);
+	free(packed);
+	if (status != NOPFS_OK) {
+		cluster_disconnect_peers(agent);
+		return status;
+	}
+	for (uint32_t n = 0; agent->peers && n < nodes; n++) {
+		struct peer_record record;
+
+		if (n == agent->bootstrap.node)
+			continue;
+		if (lengths[n] == sizeof(no_plane_record))
+			nopfs_warning("data plane: node %" PRIu32 " has none: what it keeps comes "
+			              "from the PFS",
+			              n);
+		else if (peer_record_unpack(records[n], lengths[n], &record) != NOPFS_OK)
+			nopfs_warning("data plane: node %" PRIu32 " published a malformed record: "
+			              "what it keeps comes from the PFS",
+			              n);
+		else if (peer_plane_connect(agent->peers, n, &record) != NOPFS_OK)
+			nopfs_warning("data plane: cannot reach the agent of node %" PRIu32
+			              ": what it keeps comes from the PFS",
+			              n);
+		else
+			connected++;
+	}
+	for (uint32_t n = 0; n < nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	if (agent->peers)
+		nopfs_info("data plane: connected to %" PRIu32 " of %" PRIu32 " other agents",
+		           connected, nodes - 1);
+	return NOPFS_OK;
+}
+
+bool cluster_read_from_peer(void *arg, uint32_t sample, void *buffer)
+{
+	struct agent *agent = arg;
+	const struct job *job = &agent->job;
+	uint64_t size = nopfs_catalog_size(job->catalog, sample), offset, index;
+	unsigned int tier;
+	uint32_t node;
+
+	if (!agent->peers ||
+	    !nopfs_placement_primary_place(job->placement, sample, &node, &tier, &offset, &index) ||
+	    node == job->node || !peer_plane_connected(agent->peers, node))
+		return false;
+	/* Every node runs the same tier list: tier 0 of a RAM-first list is RAM everywhere. */
+	if (tier == 0 && agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM)
+		return peer_plane_get(agent->peers, node, index, offset, buffer, size) == NOPFS_OK;
+	return peer_plane_fetch(agent->peers, node, sample, buffer, size) == NOPFS_OK;
+}
+
+void cluster_disconnect_peers(struct agent *agent)
+{
+	if (agent->peers)
+		peer_plane_destroy(agent->peers);
+	agent->peers = NULL;
 }

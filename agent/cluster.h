@@ -21,6 +21,24 @@ nopfs_status cluster_catalog(struct agent *agent);
  */
 nopfs_status cluster_exchange(struct agent *agent, struct nopfs_node_tiers **tiers);
 
+/*
+ * With peers: create the data plane over this node's tiers, exchange the
+ * agents' addresses and keys, and connect to every other agent.
+ */
+nopfs_status cluster_connect_peers(struct agent *agent);
+
+/*
+ * Read @sample from the node keeping its primary copy into @buffer (a
+ * tier_remote_read_fn; @arg is the agent): a one-sided read from a RAM tier
+ * (state byte, then bytes), a request for any other tier. false when there is
+ * no data plane, nobody else keeps it, it is not there yet, or the peer failed
+ * or was too slow: the PFS then.
+ */
+bool cluster_read_from_peer(void *arg, uint32_t sample, void *buffer);
+
+/* Close the data plane (before the tiers go). */
+void cluster_disconnect_peers(struct agent *agent);
+
 /* Remove what cluster_catalog() shared (node 0). */
 void cluster_fini(struct agent *agent);
 

@@ -380,9 +380,15 @@ int main(int argc, char **argv)
 	choose_threads(&agent);
 	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
 
+	if (cluster_connect_peers(&agent) != NOPFS_OK)
+		goto out_tiers;
 	if (stage_init(&agent.stage, &agent.job, &agent.tiers, &agent.stats, options->stage_dir,
 	               options->stage_window, options->serve_timeout_ms) != NOPFS_OK)
 		goto out_stage;
+	if (agent.peers) {
+		stage_use_remote(&agent.stage, cluster_read_from_peer, &agent);
+		tier_set_use_remote(&agent.tiers, cluster_read_from_peer, &agent);
+	}
 	if (watch_start(&agent.watch, &agent.stage, options->stage_dir) != NOPFS_OK)
 		goto out_stage;
 	if (stage_start(&agent.stage, options->stage_threads) != NOPFS_OK)
@@ -416,6 +422,8 @@ out_stage:
 	agent.phase_seconds[PHASE_DRAIN] = phase_end(&clock);
 	if (agent.job.catalog && report_write(&agent) != NOPFS_OK)
 		rc = 1;
+out_tiers:
+	cluster_disconnect_peers(&agent);
 	tier_set_destroy(&agent.tiers);
 out_job:
 	job_fini(&agent.job);

@@ -98,6 +98,9 @@ const struct peer_record *peer_plane_local_record(struct peer_plane *plane);
 nopfs_status peer_plane_connect(struct peer_plane *plane, uint32_t node,
                                 const struct peer_record *record);
 
+/* Whether @node was connected (a plane never reaches the nodes it was not). */
+bool peer_plane_connected(struct peer_plane *plane, uint32_t node);
+
 /*
  * Read sample bytes from @node's RAM tier: first the state byte at
  * @state_offset; if it is the present value, @size bytes at @data_offset into

@@ -24,6 +24,11 @@ struct peer_node *peer_node_find(struct peer_plane *plane, uint32_t index)
 	return node;
 }
 
+bool peer_plane_connected(struct peer_plane *plane, uint32_t node)
+{
+	return peer_node_find(plane, node) != NULL;
+}
+
 /* Called by UCX (under its worker lock) when the endpoint fails. */
 static void conn_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {

@@ -8,6 +8,7 @@
 
 #include "agent.h"
 #include "log.h"
+#include "peer.h"
 #include "timing.h"
 
 static const char *const source_names[AGENT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
@@ -96,6 +97,23 @@ static json_t *stream_json(struct agent *agent)
 	return stream;
 }
 
+/* The data plane's figures, or null without peers. */
+static json_t *peers_json(struct agent *agent)
+{
+	struct peer_stats s;
+
+	if (!agent->peers)
+		return json_null();
+	peer_plane_stats(agent->peers, &s);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "gets",
+	                 (json_int_t)s.gets, "get_bytes", (json_int_t)s.get_bytes, "not_present",
+	                 (json_int_t)s.not_present, "requests", (json_int_t)s.requests,
+	                 "request_bytes", (json_int_t)s.request_bytes, "not_available",
+	                 (json_int_t)s.not_available, "timeouts", (json_int_t)s.timeouts, "errors",
+	                 (json_int_t)s.errors, "served", (json_int_t)s.served, "served_bytes",
+	                 (json_int_t)s.served_bytes);
+}
+
 json_t *report_json(struct agent *agent)
 {
 	struct agent_stats *stats = &agent->stats;
@@ -129,6 +147,8 @@ json_t *report_json(struct agent *agent)
 	        (json_int_t)atomic_load(&stats->refused_connections), "malformed_messages",
 	        (json_int_t)atomic_load(&stats->malformed_messages), "watch_overflows",
 	        (json_int_t)atomic_load(&stats->watch_overflows));
+	if (report)
+		json_object_set_new(report, "peers", peers_json(agent));
 	return report;
 }
 

@@ -680,6 +680,12 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_
 	return stage_publish_index(stage);
 }
 
+void stage_use_remote(struct stage *stage, tier_remote_read_fn *read, void *arg)
+{
+	stage->remote_read = read;
+	stage->remote_arg = arg;
+}
+
 nopfs_status stage_start(struct stage *stage, unsigned int threads)
 {
 	stage->workers = calloc(threads, sizeof(*stage->workers));

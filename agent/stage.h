@@ -32,6 +32,8 @@ struct stage {
 	const struct job *job;
 	struct tier_set *tiers;
 	struct agent_stats *stats;
+	tier_remote_read_fn *remote_read; /* samples other nodes keep, or NULL */
+	void *remote_arg;
 	char directory[4096];
 	int directory_fd;
 	uint32_t window;
@@ -93,6 +95,9 @@ nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint3
 
 /* A task of @rank released ring slot @slot holding @sample (RELEASE). */
 void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample);
+
+/* Read samples this node does not keep through @read (with @arg) before the PFS. */
+void stage_use_remote(struct stage *stage, tier_remote_read_fn *read, void *arg);
 
 /* Live per-rank progress as a new JSON array (caller owns it). */
 json_t *stage_progress_json(struct stage *stage);

@@ -39,7 +39,8 @@ void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample)
 }
 
 /*
- * Fill @fd with @sample from the best local source, else the PFS; with @fd
+ * Fill @fd with @sample from the best local source, else the node keeping
+ * it, else the PFS; with @fd
  * < 0 fill @buffer itself. @buffer has room for the sample either way.
  */
 static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void *buffer,
@@ -72,6 +73,9 @@ static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void
 		if (status == NOPFS_ERR_TIMEOUT)
 			return status;
 		/* The tier could not get it: try the PFS directly below. */
+	} else if (stage->remote_read && stage->remote_read(stage->remote_arg, sample, buffer)) {
+		*source = NOPFS_FROM_PEER;
+		return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
 	}
 	status = pfs_read_sample(job->catalog, sample, buffer, stage->stats);
 	if (status != NOPFS_OK)

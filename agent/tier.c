@@ -359,7 +359,12 @@ nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopf
 	if (atomic_load(&tier->state[position]) == TIER_PRESENT)
 		return NOPFS_OK;
 	if (atomic_compare_exchange_strong(&tier->state[position], &expected, TIER_IN_FLIGHT)) {
-		status = pfs_read_sample(catalog, tier->samples[position], buffer, stats);
+		/* A replica's primary copy is on another node: read it there first. */
+		if (position >= tier->primary_count && tier->remote_read &&
+		    tier->remote_read(tier->remote_arg, tier->samples[position], buffer))
+			status = NOPFS_OK;
+		else
+			status = pfs_read_sample(catalog, tier->samples[position], buffer, stats);
 		if (status == NOPFS_OK)
 			status = tier_store(tier, position, buffer);
 		tier_set_state(tier, position, status == NOPFS_OK ? TIER_PRESENT : TIER_FAILED);
@@ -384,6 +389,14 @@ nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopf
 	if (expected == TIER_PRESENT)
 		return NOPFS_OK;
 	return expected == TIER_IN_FLIGHT ? NOPFS_ERR_TIMEOUT : NOPFS_ERR_IO;
+}
+
+void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg)
+{
+	for (unsigned int t = 0; t < set->count; t++) {
+		set->tier[t].remote_read = read;
+		set->tier[t].remote_arg = arg;
+	}
 }
 
 void tier_wake_all(struct tier_set *set)

@@ -32,6 +32,12 @@ enum tier_state {
 	TIER_FAILED = 3,
 };
 
+/*
+ * Read @sample into @buffer from elsewhere than the PFS (the node keeping its
+ * primary copy); false when it cannot, and the PFS is read instead.
+ */
+typedef bool tier_remote_read_fn(void *arg, uint32_t sample, void *buffer);
+
 struct tier {
 	unsigned int index; /* in the plan, 0 = fastest */
 	nopfs_tier_kind kind;
@@ -50,6 +56,9 @@ struct tier {
 	unsigned int threads; /* prefetch threads */
 	pthread_mutex_t lock; /* waiters for in-flight samples */
 	pthread_cond_t changed;
+	/* Where a replica is read from before the PFS (NULL: the PFS only). */
+	tier_remote_read_fn *remote_read;
+	void *remote_arg;
 };
 
 struct tier_set {
@@ -90,6 +99,9 @@ nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd)
 
 /* Copy a present sample into @buffer. */
 nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer);
+
+/* Fill the replicas of every tier through @read (with @arg) before the PFS. */
+void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg);
 
 /* Wake every waiter (shutdown). */
 void tier_wake_all(struct tier_set *set);

@@ -74,9 +74,9 @@ typedef enum nopfs_wire_source {
 	NOPFS_FROM_PFS = 4,
 } nopfs_wire_source;
 
+/* HELLO names the client kind; in WELCOME, RING: the agent stages into rings on request. */
 #define NOPFS_WIRE_FLAG_INTERPOSER 0x1u
 #define NOPFS_WIRE_FLAG_API        0x2u
-/* In WELCOME: the agent stages into rings on request (RING). */
 #define NOPFS_WIRE_FLAG_RING       0x4u
 
 /* A decoded message. Strings point into the caller's payload buffer. */

@@ -5,10 +5,15 @@
 # each, 3 epochs) reads through the interposer. Every byte must be right and
 # every node's agent must report; nothing may be left on the nodes.
 #
+# With "broken-peer" (test_multinode_broken_peer.sh), node 1's data plane has
+# no transport that works: the others cannot reach it nor it them, and what it
+# keeps must come from the PFS instead, still byte-exact.
+#
 # Uses the cluster of NOPFS_CLUSTER_STATE if it is up (and leaves it up);
 # otherwise starts one and tears it down at exit. Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 
+MODE=${1:-normal}
 PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
 
 "$PYTHON" -c 'import torch, torchvision' 2>/dev/null || {
@@ -30,12 +35,23 @@ chmod -R a+rX "$WORK/bin"
 	--mean 100K --sd 20K >/dev/null
 chmod -R a+rX "$WORK/data"
 S=$(du -sb "$WORK/data" | cut -f1)
+# The nodes' namespaces do not isolate shared memory: UCX must use TCP.
+cat >"$WORK/bin/agent-env" <<ENV
+#!/bin/bash
+if [ "$MODE" = broken-peer ] && [ "\$SLURM_NODEID" = 1 ]; then
+	export UCX_TLS=nonexistent
+else
+	export UCX_TLS=tcp
+fi
+exec "\$@"
+ENV
+chmod 755 "$WORK/bin/agent-env"
 # Each node keeps 60 MB in RAM: one node cannot hold the ~150 MB dataset, three can.
 cat >"$WORK/job.sh" <<JOB
 #!/bin/bash
 set -u
 srun --overlap -N3 -n3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 -J nopfs-agent \\
-	$WORK/bin/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 --step-tasks '2(x3)' \\
+	$WORK/bin/agent-env $WORK/bin/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 --step-tasks '2(x3)' \\
 	--tier ram:60M --share-dir $WORK --report $WORK/report-%n.json --log $WORK/agent-%n.log \\
 	--bench-budget 1 --fence-timeout 30 &
 agents=\$!
@@ -73,9 +89,9 @@ for node in n1 n2 n3; do
 	fi
 done
 
-"$PYTHON" - "$WORK" "$S" <<'PY'
+"$PYTHON" - "$WORK" "$S" "$MODE" <<'PY'
 import glob, hashlib, json, os, sys
-work, S = sys.argv[1], int(sys.argv[2])
+work, S, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 from torchvision.datasets import ImageFolder
 ds = ImageFolder(os.path.join(work, "data"), loader=lambda p: p,
                  is_valid_file=lambda p: p.endswith(".JPEG"))
@@ -95,11 +111,27 @@ assert sorted(r["node"] for r in reports) == [0, 1, 2], "a node's report is miss
 delivered = sum(sum(v["samples"] for v in r[k].values()) for r in reports
                 for k in ("delivered_staged", "delivered_on_request"))
 planned = sum(t["planned_bytes"] for r in reports for t in r["tiers"])
-assert delivered == checked, (delivered, checked)
+assert delivered == checked, (
+    f"the agents delivered {delivered} of the {checked} samples read; per node: "
+    + "; ".join(f"{r['node']}: fallbacks {r['fallbacks']}, watch overflows "
+                f"{r['connections']['watch_overflows']}, unused {r['staging']['unused_samples']}"
+                for r in reports))
 assert planned >= S, f"the nodes plan to keep {planned} of {S} bytes"
 pfs = sum(r["pfs"]["bytes"] - r["pfs"]["benchmark_bytes"] for r in reports)
+planes = {r["node"]: r["peers"] for r in reports}
+if mode == "broken-peer":
+    assert planes[1] is None, f"node 1 reports a data plane: {planes[1]}"
+    del planes[1]
+peer_gets = sum(p["gets"] + p["requests"] for p in planes.values())
+assert peer_gets > 0, "no sample came from another node's agent"
+failures = sum(p["timeouts"] + p["errors"] for p in planes.values())
+# A peer too slow (a loaded machine) is left for the PFS: only a data plane
+# without failures must keep the job near one read of the dataset.
+if mode == "normal" and failures == 0:
+    assert pfs < 1.5 * S, f"the job read {pfs / S:.2f} x S from the PFS with peers on"
 print(f"ok - 3 agents planned together ({planned / S:.2f} x S kept across nodes); "
-      f"{checked} samples correct; PFS read {pfs / S:.2f} x S without the peer data plane")
+      f"{checked} samples correct; {peer_gets} samples from peers; "
+      f"{failures} peer failures; PFS read {pfs / S:.2f} x S ({mode})")
 PY
 ((left == 0)) || exit 1
 grep -q "agents ready: 3" "$WORK/job.out"
