@@ -9,6 +9,7 @@
 #include "agent.h"
 #include "log.h"
 #include "peer.h"
+#include "rdma.h"
 #include "timing.h"
 
 static const char *const source_names[AGENT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
@@ -147,8 +148,10 @@ json_t *report_json(struct agent *agent)
 	        (json_int_t)atomic_load(&stats->refused_connections), "malformed_messages",
 	        (json_int_t)atomic_load(&stats->malformed_messages), "watch_overflows",
 	        (json_int_t)atomic_load(&stats->watch_overflows));
-	if (report)
+	if (report) {
 		json_object_set_new(report, "peers", peers_json(agent));
+		json_object_set_new(report, "rdma", rdma_devices_json());
+	}
 	return report;
 }
 

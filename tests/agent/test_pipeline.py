@@ -35,10 +35,17 @@ try:
     planned = sum(t["planned_samples"] for t in report["tiers"])
     assert filled <= planned and planned == len(ws.paths), (filled, planned)
     assert not agent.leftovers(), agent.leftovers()
+    # The RDMA devices reported are the kernel's (sysfs, read independently).
+    sysfs = "/sys/class/infiniband"
+    kernel = sorted(os.listdir(sysfs)) if os.path.isdir(sysfs) else []
+    rdma = report["rdma"]
+    assert sorted(d["name"] for d in rdma["devices"]) == kernel, (rdma, kernel)
+    active = sum(p["state"] == "active" for d in rdma["devices"] for p in d["ports"])
+    assert rdma["active_ports"] == active, rdma
     print(f"{checked} samples checked; PFS {pfs / S:.3f} x S; "
           f"{staged} from staged copies; stall {report['stall']['seconds']:.3f} s over "
           f"{report['stall']['requests']} requests; ready in {agent.ready_seconds:.2f} s; "
-          f"drained in {agent.stop_seconds:.2f} s")
+          f"drained in {agent.stop_seconds:.2f} s; RDMA devices {kernel or 'none'}")
 except Exception:
     if agent:
         print(open(agent.log).read()[-4000:])
