@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "log.h"
 #include "prefetch.h"
@@ -14,26 +15,72 @@ struct prefetch_worker {
 	bool started;
 };
 
+/* How often, and how long, replicas whose holder lacks them are tried again. */
+#define RETRY_MS     50
+#define RETRY_ROUNDS 100
+
+/*
+ * Try the replicas in @deferred again until their holders have them, the
+ * rounds run out or the agent stops; what is left is fetched from the PFS.
+ */
+static void fill_deferred(struct prefetch *prefetch, struct tier *tier, uint64_t *deferred,
+                          uint64_t count, void *buffer)
+{
+	const struct timespec pause = { 0, RETRY_MS * 1000000L };
+
+	for (int round = 0; count > 0 && round < RETRY_ROUNDS; round++) {
+		uint64_t left = 0;
+
+		if (atomic_load(&prefetch->stop))
+			return;
+		nanosleep(&pause, NULL);
+		for (uint64_t d = 0; d < count && !atomic_load(&prefetch->stop); d++)
+			if (!tier_fill_remote(tier, deferred[d], buffer, prefetch->stats))
+				deferred[left++] = deferred[d];
+		count = left;
+	}
+	for (uint64_t d = 0; d < count && !atomic_load(&prefetch->stop); d++)
+		tier_ensure(tier, deferred[d], prefetch->catalog, buffer, prefetch->stats, NULL,
+		            NULL);
+}
+
+/*
+ * Fill the tier in its fill order (primaries first). A replica is read from
+ * the node keeping its primary copy; one that node does not have yet is
+ * deferred, so that the PFS is read for it only if the holder never gets it.
+ */
 static void *prefetch_main(void *arg)
 {
 	struct prefetch_worker *worker = arg;
 	struct prefetch *prefetch = worker->prefetch;
 	struct tier *tier = worker->tier;
 	void *buffer = malloc(prefetch->buffer_size ? prefetch->buffer_size : 1);
+	uint64_t replicas = tier->count - tier->primary_count, deferred_count = 0;
+	uint64_t *deferred =
+	        tier->remote_read && replicas ? malloc(replicas * sizeof(*deferred)) : NULL;
 
 	if (!buffer)
 		nopfs_error("prefetch: no memory for a %" PRIu64 "-byte buffer",
 		            prefetch->buffer_size);
 	while (buffer && !atomic_load(&prefetch->stop)) {
-		uint64_t i = atomic_fetch_add(&tier->next_fill, 1);
+		uint64_t i = atomic_fetch_add(&tier->next_fill, 1), position;
 
 		if (i >= tier->count)
 			break;
+		position = tier->fill_order[i];
 		/* Absent: fetch; present or in flight (a stager helped out): skip. */
-		if (atomic_load(&tier->state[tier->fill_order[i]]) == TIER_ABSENT)
-			tier_ensure(tier, tier->fill_order[i], prefetch->catalog, buffer,
-			            prefetch->stats, NULL, NULL);
+		if (atomic_load(&tier->state[position]) != TIER_ABSENT)
+			continue;
+		if (deferred && position >= tier->primary_count &&
+		    !tier_fill_remote(tier, position, buffer, prefetch->stats))
+			deferred[deferred_count++] = position;
+		else
+			tier_ensure(tier, position, prefetch->catalog, buffer, prefetch->stats,
+			            NULL, NULL);
 	}
+	if (buffer)
+		fill_deferred(prefetch, tier, deferred, deferred_count, buffer);
+	free(deferred);
 	free(buffer);
 	if (atomic_fetch_sub(&prefetch->running, 1) == 1)
 		atomic_store(&prefetch->finished_ns, now_ns());

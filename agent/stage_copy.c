@@ -54,16 +54,17 @@ static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void
 	if (t >= 0) {
 		struct tier *tier = &stage->tiers->tier[t];
 		int64_t position = tier_position(tier, sample);
-		bool fetched = false;
+		enum tier_fetch fetched = TIER_FETCH_NONE;
 
 		status = position < 0 ? NOPFS_ERR_INTERNAL
 		                      : tier_ensure(tier, (uint64_t)position, job->catalog, buffer,
 		                                    stage->stats, deadline, &fetched);
 		if (status == NOPFS_OK) {
-			if (fetched) {
+			if (fetched != TIER_FETCH_NONE) {
 				/* Help-out: the buffer already holds the bytes. */
 				agent_count(&stage->stats->help_out, size);
-				*source = NOPFS_FROM_PFS;
+				*source = fetched == TIER_FETCH_REMOTE ? NOPFS_FROM_PEER
+				                                       : NOPFS_FROM_PFS;
 				return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
 			}
 			*source = tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;

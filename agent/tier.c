@@ -347,48 +347,86 @@ static void tier_set_state(struct tier *tier, uint64_t position, enum tier_state
 	pthread_mutex_unlock(&tier->lock);
 }
 
+/* Store @buffer at @position (in flight, ours) and publish the outcome. */
+static nopfs_status finish_fill(struct tier *tier, uint64_t position, nopfs_status status,
+                                const void *buffer, struct agent_stats *stats,
+                                enum tier_state on_error)
+{
+	if (status == NOPFS_OK)
+		status = tier_store(tier, position, buffer);
+	tier_set_state(tier, position, status == NOPFS_OK ? TIER_PRESENT : on_error);
+	if (status == NOPFS_OK)
+		agent_count(&stats->tier_filled[tier->index],
+		            tier->offsets[position + 1] - tier->offsets[position]);
+	return status;
+}
+
 nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopfs_catalog *catalog,
                          void *buffer, struct agent_stats *stats, const struct timespec *deadline,
-                         bool *fetched)
+                         enum tier_fetch *fetched)
 {
-	uint8_t expected = TIER_ABSENT;
+	enum tier_fetch from = TIER_FETCH_PFS;
+	uint8_t state;
 	nopfs_status status;
 
 	if (fetched)
-		*fetched = false;
-	if (atomic_load(&tier->state[position]) == TIER_PRESENT)
-		return NOPFS_OK;
-	if (atomic_compare_exchange_strong(&tier->state[position], &expected, TIER_IN_FLIGHT)) {
-		/* A replica's primary copy is on another node: read it there first. */
-		if (position >= tier->primary_count && tier->remote_read &&
-		    tier->remote_read(tier->remote_arg, tier->samples[position], buffer))
-			status = NOPFS_OK;
-		else
-			status = pfs_read_sample(catalog, tier->samples[position], buffer, stats);
-		if (status == NOPFS_OK)
-			status = tier_store(tier, position, buffer);
-		tier_set_state(tier, position, status == NOPFS_OK ? TIER_PRESENT : TIER_FAILED);
-		if (status == NOPFS_OK) {
-			agent_count(&stats->tier_filled[tier->index],
-			            tier->offsets[position + 1] - tier->offsets[position]);
-			if (fetched)
-				*fetched = true;
-		}
-		return status;
-	}
-	pthread_mutex_lock(&tier->lock);
-	while (atomic_load(&tier->state[position]) == TIER_IN_FLIGHT) {
-		int rc = deadline ? pthread_cond_timedwait(&tier->changed, &tier->lock, deadline)
-		                  : pthread_cond_wait(&tier->changed, &tier->lock);
+		*fetched = TIER_FETCH_NONE;
+	for (;;) {
+		uint8_t expected = TIER_ABSENT;
 
-		if (rc == ETIMEDOUT)
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
+			return NOPFS_OK;
+		if (atomic_compare_exchange_strong(&tier->state[position], &expected,
+		                                   TIER_IN_FLIGHT)) {
+			/* A replica's primary copy is on another node: read it there first. */
+			if (position >= tier->primary_count && tier->remote_read &&
+			    tier->remote_read(tier->remote_arg, tier->samples[position], buffer)) {
+				status = NOPFS_OK;
+				from = TIER_FETCH_REMOTE;
+			} else {
+				status = pfs_read_sample(catalog, tier->samples[position], buffer,
+				                         stats);
+			}
+			status = finish_fill(tier, position, status, buffer, stats, TIER_FAILED);
+			if (status == NOPFS_OK && fetched)
+				*fetched = from;
+			return status;
+		}
+		pthread_mutex_lock(&tier->lock);
+		while (atomic_load(&tier->state[position]) == TIER_IN_FLIGHT) {
+			int rc = deadline ? pthread_cond_timedwait(&tier->changed, &tier->lock,
+			                                           deadline)
+			                  : pthread_cond_wait(&tier->changed, &tier->lock);
+
+			if (rc == ETIMEDOUT)
+				break;
+		}
+		state = atomic_load(&tier->state[position]);
+		pthread_mutex_unlock(&tier->lock);
+		/* Absent again: a remote fill found nothing and left it; fetch it here. */
+		if (state != TIER_ABSENT)
 			break;
 	}
-	expected = atomic_load(&tier->state[position]);
-	pthread_mutex_unlock(&tier->lock);
-	if (expected == TIER_PRESENT)
+	if (state == TIER_PRESENT)
 		return NOPFS_OK;
-	return expected == TIER_IN_FLIGHT ? NOPFS_ERR_TIMEOUT : NOPFS_ERR_IO;
+	return state == TIER_IN_FLIGHT ? NOPFS_ERR_TIMEOUT : NOPFS_ERR_IO;
+}
+
+bool tier_fill_remote(struct tier *tier, uint64_t position, void *buffer, struct agent_stats *stats)
+{
+	uint8_t expected = TIER_ABSENT;
+	bool found;
+
+	if (!tier->remote_read)
+		return false;
+	if (!atomic_compare_exchange_strong(&tier->state[position], &expected, TIER_IN_FLIGHT))
+		return true; /* present, failed, or someone else is fetching it */
+	found = tier->remote_read(tier->remote_arg, tier->samples[position], buffer);
+	if (!found) {
+		tier_set_state(tier, position, TIER_ABSENT);
+		return false;
+	}
+	return finish_fill(tier, position, NOPFS_OK, buffer, stats, TIER_ABSENT) == NOPFS_OK;
 }
 
 void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg)

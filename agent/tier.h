@@ -38,6 +38,9 @@ enum tier_state {
  */
 typedef bool tier_remote_read_fn(void *arg, uint32_t sample, void *buffer);
 
+/* Where a tier_ensure() call fetched its sample from, if it did. */
+enum tier_fetch { TIER_FETCH_NONE, TIER_FETCH_PFS, TIER_FETCH_REMOTE };
+
 struct tier {
 	unsigned int index; /* in the plan, 0 = fastest */
 	nopfs_tier_kind kind;
@@ -85,20 +88,32 @@ int64_t tier_position(const struct tier *tier, uint32_t sample);
 
 /*
  * Make position @position of @tier present: return at once if it is; fetch
- * it from the PFS into the tier if it is absent (using @buffer, room for the
- * * sample); wait for the thread fetching it otherwise, until @deadline (NULL:
- * * no limit; CLOCK_MONOTONIC). *fetched (may be NULL) tells whether this call read the PFS.
- * NOPFS_ERR_TIMEOUT past the deadline; the fetch's error if it failed.
+ * it into the tier if it is absent (a replica from the node keeping its
+ * primary copy when the tier has a remote_read that finds it, else the PFS;
+ * using @buffer, room for the sample); wait for the thread fetching it
+ * otherwise, until @deadline (NULL: no limit; CLOCK_MONOTONIC), and fetch it
+ * here if that thread left it absent. *fetched (may be NULL) tells whether
+ * and where this call fetched it. NOPFS_ERR_TIMEOUT past the deadline; the
+ * fetch's error if it failed.
  */
 nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopfs_catalog *catalog,
                          void *buffer, struct agent_stats *stats, const struct timespec *deadline,
-                         bool *fetched);
+                         enum tier_fetch *fetched);
 
 /* Copy a present sample to the start of @fd (a new, empty file). */
 nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd);
 
 /* Copy a present sample into @buffer. */
 nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer);
+
+/*
+ * Fill @position from elsewhere than the PFS (the tier's remote_read), when
+ * absent. false when it is absent and could not be read there (it is left
+ * absent, for a later try or tier_ensure); true when it is now present or
+ * was not absent (present, failed, or being fetched by another thread).
+ */
+bool tier_fill_remote(struct tier *tier, uint64_t position, void *buffer,
+                      struct agent_stats *stats);
 
 /* Fill the replicas of every tier through @read (with @arg) before the PFS. */
 void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg);
