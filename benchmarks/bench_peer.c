@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "peer.h"
+#include "peer_pipe.h"
 
 #define PRESENT 1
 #define SIZES   2
@@ -82,59 +83,6 @@ static nopfs_status arena_serve(void *arg, uint64_t sample, void *buffer, uint64
 	return NOPFS_OK;
 }
 
-static int write_all(int fd, const void *data, size_t length)
-{
-	for (size_t done = 0; done < length;) {
-		ssize_t n = write(fd, (const char *)data + done, length - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *data, size_t length)
-{
-	for (size_t done = 0; done < length;) {
-		ssize_t n = read(fd, (char *)data + done, length - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static int send_record(int fd, struct peer_plane *plane)
-{
-	void *packed;
-	size_t length;
-	int rc;
-
-	if (peer_record_pack(peer_plane_local_record(plane), &packed, &length) != NOPFS_OK)
-		return -1;
-	rc = write_all(fd, &length, sizeof(length)) || write_all(fd, packed, length);
-	free(packed);
-	return rc ? -1 : 0;
-}
-
-static int receive_record(int fd, struct peer_plane *plane, uint32_t node)
-{
-	struct peer_record record;
-	unsigned char packed[4096];
-	size_t length;
-
-	if (read_all(fd, &length, sizeof(length)) || length > sizeof(packed) ||
-	    read_all(fd, packed, length) || peer_record_unpack(packed, length, &record) != NOPFS_OK)
-		return -1;
-	return peer_plane_connect(plane, node, &record) == NOPFS_OK ? 0 : -1;
-}
-
 static struct peer_plane *plane_create(uint32_t node, struct arena *arena)
 {
 	struct peer_config config = { .node = node, .present_value = PRESENT, .timeout_ms = 10000 };
@@ -173,9 +121,9 @@ static void *tcp_serve(void *arg)
 	if (fd < 0)
 		return NULL;
 	set_nodelay(fd);
-	while (read_all(fd, &sample, sizeof(sample)) == 0 && sample < SIZES)
-		if (write_all(fd, server->arena->ram + server->arena->offsets[sample],
-		              sizes[sample]))
+	while (pipe_read_all(fd, &sample, sizeof(sample)) == 0 && sample < SIZES)
+		if (pipe_write_all(fd, server->arena->ram + server->arena->offsets[sample],
+		                   sizes[sample]))
 			break;
 	close(fd);
 	return NULL;
@@ -234,8 +182,8 @@ static void __attribute__((noreturn)) server_main(int to_client, int from_client
 	server.arena = &arena;
 	if (!plane || server.listener < 0 || pthread_create(&thread, NULL, tcp_serve, &server))
 		_exit(3);
-	if (send_record(to_client, plane) || receive_record(from_client, plane, 0) ||
-	    write_all(to_client, &port, sizeof(port)))
+	if (pipe_send_record(to_client, plane) || pipe_receive_record(from_client, plane, 0) ||
+	    pipe_write_all(to_client, &port, sizeof(port)))
 		_exit(4);
 	while (read(from_client, &byte, 1) > 0)
 		;
@@ -265,8 +213,8 @@ static int run_once(struct client *client, enum method method, int s)
 		return peer_plane_fetch(client->plane, 1, sample, client->dest, sizes[s]) !=
 		       NOPFS_OK;
 	default:
-		return write_all(client->tcp, &sample, sizeof(sample)) ||
-		       read_all(client->tcp, client->dest, sizes[s]);
+		return pipe_write_all(client->tcp, &sample, sizeof(sample)) ||
+		       pipe_read_all(client->tcp, client->dest, sizes[s]);
 	}
 }
 
@@ -330,8 +278,8 @@ static int run_configuration(double seconds, struct figures *figures)
 		client.offsets[s] = s ? client.offsets[s - 1] + sizes[s - 1] : 0;
 	client.dest = malloc(sizes[SIZES - 1]);
 	client.plane = plane_create(0, NULL);
-	if (!client.dest || !client.plane || receive_record(up[0], client.plane, 1) ||
-	    send_record(down[1], client.plane) || read_all(up[0], &port, sizeof(port)))
+	if (!client.dest || !client.plane || pipe_receive_record(up[0], client.plane, 1) ||
+	    pipe_send_record(down[1], client.plane) || pipe_read_all(up[0], &port, sizeof(port)))
 		goto out;
 	client.tcp = tcp_connect(port);
 	if (client.tcp < 0)
@@ -381,10 +329,10 @@ static int measure_with(const char *segment, double seconds, struct figures *fig
 			unsetenv("UCX_TCP_RX_SEG_SIZE");
 		}
 		_exit(run_configuration(seconds, figures) ||
-		      write_all(fds[1], figures, sizeof(*figures)));
+		      pipe_write_all(fds[1], figures, sizeof(*figures)));
 	}
 	close(fds[1]);
-	if (pid < 0 || read_all(fds[0], figures, sizeof(*figures))) {
+	if (pid < 0 || pipe_read_all(fds[0], figures, sizeof(*figures))) {
 		close(fds[0]);
 		if (pid > 0)
 			waitpid(pid, &wstatus, 0);

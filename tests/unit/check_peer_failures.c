@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "peer_fixture.h"
+#include "peer_pipe.h"
 
 struct blocked_fetch {
 	struct peer_plane *plane;
@@ -143,58 +144,6 @@ START_TEST(destroyed_peer_fails_fast)
 }
 END_TEST
 
-static int write_all_bytes(int fd, const void *data, size_t length)
-{
-	for (size_t done = 0; done < length;) {
-		ssize_t n = write(fd, (const char *)data + done, length - done);
-
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-static int read_all_bytes(int fd, void *data, size_t length)
-{
-	for (size_t done = 0; done < length;) {
-		ssize_t n = read(fd, (char *)data + done, length - done);
-
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-/* A packed record through a pipe: its length, then its bytes. */
-static int send_record(int fd, struct peer_plane *plane)
-{
-	void *packed;
-	size_t length;
-	int rc;
-
-	if (peer_record_pack(peer_plane_local_record(plane), &packed, &length) != NOPFS_OK)
-		return -1;
-	rc = write_all_bytes(fd, &length, sizeof(length)) || write_all_bytes(fd, packed, length);
-	free(packed);
-	return rc ? -1 : 0;
-}
-
-static int receive_record(int fd, struct peer_plane *plane, uint32_t node)
-{
-	struct peer_record record;
-	unsigned char packed[4096];
-	size_t length;
-
-	if (read_all_bytes(fd, &length, sizeof(length)) || length > sizeof(packed) ||
-	    read_all_bytes(fd, packed, length))
-		return -1;
-	if (peer_record_unpack(packed, length, &record) != NOPFS_OK)
-		return -1;
-	return peer_plane_connect(plane, node, &record) == NOPFS_OK ? 0 : -1;
-}
-
 /*
  * The child process: node 1, serving its store until killed (or until the
  * test process goes, closing the pipe). No Check assertions here: exit codes.
@@ -217,8 +166,8 @@ static void __attribute__((noreturn)) child_main(int to_parent, int from_parent)
 	config.serve_arg = &store;
 	if (peer_plane_create(&config, &plane) != NOPFS_OK)
 		_exit(2);
-	if (send_record(to_parent, plane) || receive_record(from_parent, plane, 0) ||
-	    write_all_bytes(to_parent, &ready, 1))
+	if (pipe_send_record(to_parent, plane) || pipe_receive_record(from_parent, plane, 0) ||
+	    pipe_write_all(to_parent, &ready, 1))
 		_exit(3);
 	while (read(from_parent, &ready, 1) > 0)
 		;
@@ -254,9 +203,9 @@ static void child_start(struct child *child, struct peer_plane **plane, struct s
 	/* UCX starts in each process after the fork */
 	store_init(store);
 	*plane = plane_start(0, store, TIMEOUT_MS);
-	ck_assert_int_eq(receive_record(child->from_child, *plane, 1), 0);
-	ck_assert_int_eq(send_record(child->to_child, *plane), 0);
-	ck_assert_int_eq(read_all_bytes(child->from_child, &ready, 1), 0);
+	ck_assert_int_eq(pipe_receive_record(child->from_child, *plane, 1), 0);
+	ck_assert_int_eq(pipe_send_record(child->to_child, *plane), 0);
+	ck_assert_int_eq(pipe_read_all(child->from_child, &ready, 1), 0);
 }
 
 static void child_kill(struct child *child)
