@@ -20,8 +20,9 @@
 /*
  * A slot of rank @r leaves the staged state: its file goes unless another
  * slot of the same rank (the next epoch) was staged with the same file.
+ * True when the file's name went.
  */
-static void leave_staged(struct stage *stage, struct stage_rank *r, struct stage_slot *slot)
+static bool leave_staged(struct stage *stage, struct stage_rank *r, struct stage_slot *slot)
 {
 	uint32_t sample = slot->sample;
 
@@ -30,7 +31,7 @@ static void leave_staged(struct stage *stage, struct stage_rank *r, struct stage
 		if (stage_ring_take_back(r->api_ring, slot->ring_slot - 1))
 			r->api_ring_full = false;
 		slot->ring_slot = 0;
-		return;
+		return false;
 	}
 
 	if (stage->staged_claims[sample] > 0)
@@ -39,9 +40,89 @@ static void leave_staged(struct stage *stage, struct stage_rank *r, struct stage
 		const struct stage_slot *other = &r->ring[s];
 
 		if (other != slot && other->sample == sample && other->state == SLOT_STAGED)
-			return;
+			return false;
 	}
 	stage_unlink_names(stage, r->rank, sample);
+	return true;
+}
+
+/* ------------------------------------------------------------------------
+ * Copies removed unopened, until the watch has read the opens queued before.
+ */
+
+struct stage_removed {
+	uint32_t rank;
+	uint32_t sample;
+	uint64_t mark;
+	uint8_t source;
+};
+
+static void count_unused(struct stage *stage, uint32_t sample)
+{
+	agent_count(&stage->stats->staged_unused, nopfs_catalog_size(stage->job->catalog, sample));
+}
+
+/* @slot of @r is staged but its rank moved on: its copy goes. */
+static void remove_unopened(struct stage *stage, struct stage_rank *r, struct stage_slot *slot)
+{
+	struct stage_removed *removed;
+
+	if (!leave_staged(stage, r, slot)) {
+		count_unused(stage, slot->sample);
+		return;
+	}
+	if (stage->removed_count == stage->removed_capacity) {
+		size_t capacity = stage->removed_capacity ? 2 * stage->removed_capacity : 64;
+
+		removed = realloc(stage->removed, capacity * sizeof(*removed));
+		if (!removed) {
+			count_unused(stage, slot->sample); /* an open of it will go uncounted */
+			return;
+		}
+		stage->removed = removed;
+		stage->removed_capacity = capacity;
+	}
+	stage->removed[stage->removed_count++] = (struct stage_removed){ .rank = r->rank,
+		                                                         .sample = slot->sample,
+		                                                         .mark = stage->watch_mark,
+		                                                         .source = slot->source };
+}
+
+/* Take the removed copy of @sample staged for @rank; its source in *source. */
+static bool take_removed(struct stage *stage, uint32_t rank, uint32_t sample, uint8_t *source)
+{
+	for (size_t i = 0; i < stage->removed_count; i++) {
+		if (stage->removed[i].rank != rank || stage->removed[i].sample != sample)
+			continue;
+		*source = stage->removed[i].source;
+		stage->removed[i] = stage->removed[--stage->removed_count];
+		return true;
+	}
+	return false;
+}
+
+uint64_t stage_watch_begin(struct stage *stage)
+{
+	uint64_t mark;
+
+	pthread_mutex_lock(&stage->lock);
+	mark = stage->watch_mark++;
+	pthread_mutex_unlock(&stage->lock);
+	return mark;
+}
+
+void stage_watch_settled(struct stage *stage, uint64_t mark)
+{
+	pthread_mutex_lock(&stage->lock);
+	for (size_t i = 0; i < stage->removed_count;) {
+		if (stage->removed[i].mark > mark) {
+			i++;
+			continue;
+		}
+		count_unused(stage, stage->removed[i].sample);
+		stage->removed[i] = stage->removed[--stage->removed_count];
+	}
+	pthread_mutex_unlock(&stage->lock);
 }
 
 /* ------------------------------------------------------------------------
@@ -80,11 +161,8 @@ static const struct epoch_map *epoch_map(struct stage *stage, uint32_t epoch)
 /* A slot that is no longer wanted: drop its file or let its stager drop it. */
 static void abandon_slot(struct stage *stage, struct stage_rank *r, struct stage_slot *slot)
 {
-	if (slot->state == SLOT_STAGED) {
-		leave_staged(stage, r, slot);
-		agent_count(&stage->stats->staged_unused,
-		            nopfs_catalog_size(stage->job->catalog, slot->sample));
-	}
+	if (slot->state == SLOT_STAGED)
+		remove_unopened(stage, r, slot);
 	if (slot->state == SLOT_STAGING)
 		slot->state = SLOT_ABANDONED;
 	else
@@ -451,11 +529,19 @@ void stage_opened(struct stage *stage, const char *name)
 	uint32_t rank = 0;
 	int64_t sample = sample_of_name(stage, name, &rank);
 	struct claim claim;
+	uint8_t source;
 
 	if (sample < 0 || rank > INT32_MAX)
 		return;
 	pthread_mutex_lock(&stage->lock);
-	if (find_claim(stage, (int32_t)rank, (uint32_t)sample, true, &claim)) {
+	/*
+	 * A copy removed since is the one opened (a copy staged again under the
+	 * same name stays until its own open).
+	 */
+	if (take_removed(stage, rank, (uint32_t)sample, &source)) {
+		agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][source],
+		            nopfs_catalog_size(stage->job->catalog, (uint64_t)sample));
+	} else if (find_claim(stage, (int32_t)rank, (uint32_t)sample, true, &claim)) {
 		struct stage_slot *slot = slot_of(stage, claim.rank, claim.position);
 
 		agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][slot->source],
@@ -556,9 +642,7 @@ static void restage_window(struct stage *stage, struct stage_rank *r)
 		if (slot->position != g)
 			continue;
 		if (slot->state == SLOT_STAGED) {
-			leave_staged(stage, r, slot);
-			agent_count(&stage->stats->staged_unused,
-			            nopfs_catalog_size(stage->job->catalog, slot->sample));
+			remove_unopened(stage, r, slot);
 			slot->state = SLOT_EMPTY;
 		} else if (slot->state == SLOT_STAGING) {
 			slot->state = SLOT_ABANDONED;
@@ -741,8 +825,7 @@ void stage_fini(struct stage *stage)
 			if (slot->state != SLOT_STAGED)
 				continue;
 			leave_staged(stage, &stage->ranks[i], slot);
-			agent_count(&stage->stats->staged_unused,
-			            nopfs_catalog_size(stage->job->catalog, slot->sample));
+			count_unused(stage, slot->sample);
 		}
 		free(stage->ranks[i].ring);
 		if (stage->ranks[i].api_ring) {
@@ -750,6 +833,8 @@ void stage_fini(struct stage *stage)
 			free(stage->ranks[i].api_ring);
 		}
 	}
+	stage_watch_settled(stage, UINT64_MAX);
+	free(stage->removed);
 	free(stage->ranks);
 	free(stage->staged_claims);
 	epoch_cache_fini(&stage->epochs);

@@ -27,6 +27,7 @@
 
 struct stage_rank;
 struct stage_worker;
+struct stage_removed;
 
 struct stage {
 	const struct job *job;
@@ -50,6 +51,10 @@ struct stage {
 	struct stage_worker *workers;
 	atomic_bool stop;
 	struct stream_diag diag;
+	/* Copies removed unopened, whose open the watch may not have read yet. */
+	struct stage_removed *removed;
+	size_t removed_count, removed_capacity;
+	uint64_t watch_mark;
 };
 
 /*
@@ -68,12 +73,24 @@ void stage_shutdown(struct stage *stage);
 
 /*
  * Stop the stagers, wake every waiter, join, and remove every staged copy
- * nobody opened (counted as staged_unused). Then free everything.
+ * nobody opened (counted as staged_unused; call it after the watch stopped).
+ * Then free everything.
  */
 void stage_fini(struct stage *stage);
 
 /* A task opened the staged file @name (from the watch). */
 void stage_opened(struct stage *stage, const char *name);
+
+/*
+ * A task may open a staged copy just before the agent removes it (its rank
+ * moved on); the watch reads that open later. The watch calls
+ * stage_watch_begin() before it reads the opens queued so far and
+ * stage_watch_settled() with its mark once it has read them all: a copy
+ * removed before the mark whose open was not among them was never opened
+ * (counted as staged_unused then).
+ */
+uint64_t stage_watch_begin(struct stage *stage);
+void stage_watch_settled(struct stage *stage, uint64_t mark);
 
 /*
  * Serve sample @sample to @rank (-1: unknown) on request: a read-only file

@@ -35,6 +35,7 @@ static void handle_events(struct watch *watch, const char *buffer, ssize_t lengt
 /* Read and handle every queued event; false when there was none. */
 static bool drain(struct watch *watch, char *buffer, size_t size, bool *failed)
 {
+	uint64_t mark = stage_watch_begin(watch->stage);
 	bool any = false;
 
 	for (;;) {
@@ -42,8 +43,10 @@ static bool drain(struct watch *watch, char *buffer, size_t size, bool *failed)
 
 		if (length < 0 && errno == EINTR)
 			continue;
-		if (length < 0 && errno == EAGAIN)
+		if (length < 0 && errno == EAGAIN) {
+			stage_watch_settled(watch->stage, mark);
 			return any;
+		}
 		if (length <= 0) {
 			nopfs_error("stage watch: read: %m");
 			*failed = true;

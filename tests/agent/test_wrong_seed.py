@@ -20,7 +20,7 @@ try:
     stream = report["stream"]
     assert stream["mismatched_requests"] > checked // 4, stream
     assert "seed 0" in stream.get("diagnosis", ""), stream
-    assert harness.delivered(report) == checked
+    assert harness.delivered(report) == checked, (harness.delivered(report), checked, {k: report[k] for k in ("delivered_staged", "delivered_on_request", "stream")})
     print(f"{checked} samples correct; diagnosis: {stream['diagnosis']}")
 finally:
     if agent:
