@@ -53,4 +53,12 @@ json_t *report_json(struct agent *agent);
 /* Write the report to options.report_path atomically. */
 nopfs_status report_write(struct agent *agent);
 
+/*
+ * On node 0 with --merged-report: wait up to --merge-wait seconds for the
+ * other nodes' reports, merge them with ours and write the job report. A
+ * node that does not report is named in it, never an error here; fails only
+ * when the job report cannot be built or written.
+ */
+nopfs_status job_report_write(struct agent *agent);
+
 #endif

@@ -422,6 +422,8 @@ out_stage:
 	agent.phase_seconds[PHASE_DRAIN] = phase_end(&clock);
 	if (agent.job.catalog && report_write(&agent) != NOPFS_OK)
 		rc = 1;
+	if (agent.job.catalog && job_report_write(&agent) != NOPFS_OK)
+		rc = 1;
 out_tiers:
 	cluster_disconnect_peers(&agent);
 	tier_set_destroy(&agent.tiers);

@@ -40,6 +40,10 @@ static const char usage_text[] =
         "  --stage-dir DIR        tmpfs for staged copies and RAM (default /dev/shm/nopfs-ID)\n"
         "  --report PATH          per-node JSON report (default RUNTIME-DIR/report.json);\n"
         "                         %n in PATH is the node index\n"
+        "  --merged-report PATH   node 0: merge every node's --report into this job\n"
+        "                         report (needs %n in --report with several nodes)\n"
+        "  --merge-wait SEC       how long node 0 waits for the others' (default 5)\n"
+        "  --drop-node-reports    remove the node reports once in the job report\n"
         "  --log PATH             log file (default stderr); %n as in --report\n"
         "  --verbose              log debug messages\n"
         "  --stage-window N       samples staged ahead per rank (default 256)\n"
@@ -76,6 +80,9 @@ enum {
 	OPT_RUNTIME_DIR,
 	OPT_STAGE_DIR,
 	OPT_REPORT,
+	OPT_MERGED_REPORT,
+	OPT_MERGE_WAIT,
+	OPT_DROP_NODE_REPORTS,
 	OPT_LOG,
 	OPT_VERBOSE,
 	OPT_STAGE_WINDOW,
@@ -108,6 +115,9 @@ static const struct option long_options[] = {
 	{ "runtime-dir", required_argument, NULL, OPT_RUNTIME_DIR },
 	{ "stage-dir", required_argument, NULL, OPT_STAGE_DIR },
 	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "merged-report", required_argument, NULL, OPT_MERGED_REPORT },
+	{ "merge-wait", required_argument, NULL, OPT_MERGE_WAIT },
+	{ "drop-node-reports", no_argument, NULL, OPT_DROP_NODE_REPORTS },
 	{ "log", required_argument, NULL, OPT_LOG },
 	{ "verbose", no_argument, NULL, OPT_VERBOSE },
 	{ "stage-window", required_argument, NULL, OPT_STAGE_WINDOW },
@@ -297,6 +307,14 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 		return copy_path("stage-dir", value, c->stage_dir, sizeof(c->stage_dir));
 	case OPT_REPORT:
 		return copy_path("report", value, c->report_path, sizeof(c->report_path));
+	case OPT_MERGED_REPORT:
+		return copy_path("merged-report", value, c->merged_report_path,
+		                 sizeof(c->merged_report_path));
+	case OPT_MERGE_WAIT:
+		return parse_seconds("merge-wait", value, 600, &c->merge_wait);
+	case OPT_DROP_NODE_REPORTS:
+		c->drop_node_reports = true;
+		return true;
 	case OPT_LOG:
 		return copy_path("log", value, c->log_path, sizeof(c->log_path));
 	case OPT_VERBOSE:
@@ -390,6 +408,7 @@ static nopfs_status finish(struct agent_options *c)
 		nopfs_error("--runtime-dir '%s' is too long", c->runtime_dir);
 		return NOPFS_ERR_RANGE;
 	}
+	strcpy(c->report_pattern, c->report_path);
 	c->catalog.root = c->dataset_root;
 	c->catalog.list_path = c->list_path[0] ? c->list_path : NULL;
 	c->catalog.extensions = c->extensions[0] ? c->extensions : NULL;
@@ -409,6 +428,7 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.stage_window = 256,
 		.stage_threads = 2,
 		.serve_timeout_ms = 5000,
+		.merge_wait = 5,
 		.fence_timeout = 60,
 	};
 	opterr = 0;

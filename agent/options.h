@@ -33,7 +33,11 @@ struct agent_options {
 	char runtime_dir[PATH_MAX]; /* socket, ready file; 0700 */
 	char stage_dir[PATH_MAX];   /* tmpfs: staged copies and the RAM tier; 0700 */
 	char report_path[PATH_MAX];
-	char log_path[PATH_MAX]; /* empty: stderr */
+	char report_pattern[PATH_MAX];     /* --report before "%n" is expanded */
+	char merged_report_path[PATH_MAX]; /* node 0: the job report (empty: none) */
+	double merge_wait;                 /* seconds node 0 waits for the others' */
+	bool drop_node_reports;            /* remove them once merged */
+	char log_path[PATH_MAX];           /* empty: stderr */
 	bool verbose;
 	double bench_budget;        /* seconds */
 	char bench_cache[PATH_MAX]; /* empty: no cache */

@@ -16,6 +16,7 @@ import time
 TOP_SRCDIR = os.path.abspath(os.environ.get("top_srcdir", "."))
 TOP_BUILDDIR = os.path.abspath(os.environ.get("top_builddir", "."))
 AGENT = os.path.join(TOP_BUILDDIR, "nopfs-agent")
+REPORT = os.path.join(TOP_BUILDDIR, "nopfs-report")
 PRELOAD = os.path.join(TOP_BUILDDIR, "lib", ".libs", "libnopfs_preload.so")
 TRAIN = os.path.join(TOP_SRCDIR, "tests", "agent", "train.py")
 MAKE_DATASET = os.path.join(TOP_SRCDIR, "contrib", "make-dataset")
@@ -188,3 +189,19 @@ def delivered(report):
     for key in ("delivered_staged", "delivered_on_request"):
         total += sum(v["samples"] for v in report[key].values())
     return total
+
+
+def read_merged_report(path):
+    """The job report node 0 wrote (--merged-report): there, and a JSON object."""
+    if not os.path.exists(path):
+        raise AssertionError(f"no job report at {path}")
+    with open(path) as f:
+        return json.load(f)
+
+
+def report_summary(path):
+    """nopfs-report's summary of a job report (its stderr); it must succeed."""
+    done = subprocess.run([REPORT, path], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise AssertionError(f"nopfs-report {path}: exit {done.returncode}: {done.stderr}")
+    return done.stderr

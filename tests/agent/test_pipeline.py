@@ -14,8 +14,11 @@ agent = None
 try:
     S = ws.dataset_bytes
     # RAM holds a third of the dataset, the SSD tier the rest: it fits on the node.
+    # Node 0 (the only one here) also writes the job report.
+    merged_path = os.path.join(ws.root, "job-report.json")
     agent = harness.Agent(ws, "pipeline", seed=42, epochs=3, world_size=2, ranks=[0, 1],
-                          tiers=[f"ram:{S // 3}", f"ssd:{ws.ssd}:{S}"])
+                          tiers=[f"ram:{S // 3}", f"ssd:{ws.ssd}:{S}"],
+                          extra=["--merged-report", merged_path])
     ranks = [harness.train(agent, ws, rank, 2, seed=42, epochs=3) for rank in (0, 1)]
     harness.wait_all([p for p, _ in ranks])
     per_rank = (len(ws.paths) + 1) // 2
@@ -35,6 +38,16 @@ try:
     planned = sum(t["planned_samples"] for t in report["tiers"])
     assert filled <= planned and planned == len(ws.paths), (filled, planned)
     assert not agent.leftovers(), agent.leftovers()
+    # The job report of this one node: the same figures, and nopfs-report reads it.
+    job = harness.read_merged_report(merged_path)
+    assert job["pfs_bytes"] == pfs, (job["pfs_bytes"], pfs)
+    assert job["benchmark_bytes"] == report["pfs"]["benchmark_bytes"], job["benchmark_bytes"]
+    assert job["nodes_reported"] == [0] and job["nodes_missing"] == [], job
+    assert job["delivered_total"]["samples"] == checked, job["delivered_total"]
+    assert job["problems"] == [], job["problems"]
+    assert job["per_node"] == [report], "per_node differs from the node's report"
+    summary = harness.report_summary(merged_path)
+    assert f"nopfs: job {agent.job_id} on 1 node:" in summary, summary
     # The RDMA devices reported are the kernel's (sysfs, read independently).
     sysfs = "/sys/class/infiniband"
     kernel = sorted(os.listdir(sysfs)) if os.path.isdir(sysfs) else []

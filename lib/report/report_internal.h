@@ -1,0 +1,41 @@
+/* Inside the report module: keys by dotted path, checked as they are read. */
+#ifndef NOPFS_REPORT_INTERNAL_H
+#define NOPFS_REPORT_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "report.h"
+
+#define REPORT_SOURCES  5 /* the agent's sources, in its order */
+#define REPORT_MAX_NODE (1u << 20)
+
+extern const char *const report_source_names[REPORT_SOURCES];
+
+/* Reading the keys of one report; the first failure is kept in @error. */
+struct report_keys {
+	const json_t *report;
+	const char *who; /* "node 2: ", or "" */
+	size_t input;
+	struct nopfs_report_error *error;
+	bool ok;
+};
+
+/* Fill @error (when not NULL) with @input and the formatted text. */
+void report_fail(struct nopfs_report_error *error, size_t input, const char *format, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* The value at @path ("pfs.bytes") in @object, or NULL. */
+const json_t *report_get(const json_t *object, const char *path);
+
+/* Required keys: false (and the error set, once) when missing or mistyped. */
+bool report_uint(struct report_keys *keys, const char *path, uint64_t *out);
+bool report_real(struct report_keys *keys, const char *path, double *out);
+bool report_string(struct report_keys *keys, const char *path, const char **out);
+bool report_object(struct report_keys *keys, const char *path, const json_t **out);
+bool report_array(struct report_keys *keys, const char *path, const json_t **out);
+
+/* An optional count: 0 when absent (or its parent is null), checked when there. */
+bool report_optional_uint(struct report_keys *keys, const char *path, uint64_t *out);
+
+#endif

@@ -1,0 +1,134 @@
+/* Keys of reports by dotted path, with errors that name the key and node. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+const char *const report_source_names[REPORT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
+
+void report_fail(struct nopfs_report_error *error, size_t input, const char *format, ...)
+{
+	va_list args;
+
+	if (!error)
+		return;
+	error->input = input;
+	va_start(args, format);
+	vsnprintf(error->text, sizeof(error->text), format, args);
+	va_end(args);
+}
+
+const json_t *report_get(const json_t *object, const char *path)
+{
+	const char *cursor = path;
+	char key[128];
+
+	while (object && *cursor) {
+		const char *dot = strchr(cursor, '.');
+		size_t length = dot ? (size_t)(dot - cursor) : strlen(cursor);
+
+		if (!json_is_object(object) || length >= sizeof(key))
+			return NULL;
+		memcpy(key, cursor, length);
+		key[length] = '\0';
+		object = json_object_get(object, key);
+		cursor += length + (dot != NULL);
+	}
+	return object;
+}
+
+/* The value at @path, or NULL with "missing" reported. */
+static const json_t *need(struct report_keys *keys, const char *path)
+{
+	const json_t *value;
+
+	if (!keys->ok)
+		return NULL;
+	value = report_get(keys->report, path);
+	if (!value || json_is_null(value)) {
+		report_fail(keys->error, keys->input, "%skey '%s' is missing", keys->who, path);
+		keys->ok = false;
+		return NULL;
+	}
+	return value;
+}
+
+static bool mistyped(struct report_keys *keys, const char *path, const char *what)
+{
+	report_fail(keys->error, keys->input, "%skey '%s' is not %s", keys->who, path, what);
+	keys->ok = false;
+	return false;
+}
+
+bool report_uint(struct report_keys *keys, const char *path, uint64_t *out)
+{
+	const json_t *value = need(keys, path);
+
+	if (!value)
+		return false;
+	if (!json_is_integer(value) || json_integer_value(value) < 0)
+		return mistyped(keys, path, "a non-negative integer");
+	*out = (uint64_t)json_integer_value(value);
+	return true;
+}
+
+bool report_real(struct report_keys *keys, const char *path, double *out)
+{
+	const json_t *value = need(keys, path);
+
+	if (!value)
+		return false;
+	if (!json_is_number(value) || !(json_number_value(value) >= 0))
+		return mistyped(keys, path, "a non-negative number");
+	*out = json_number_value(value);
+	return true;
+}
+
+bool report_string(struct report_keys *keys, const char *path, const char **out)
+{
+	const json_t *value = need(keys, path);
+
+	if (!value)
+		return false;
+	if (!json_is_string(value))
+		return mistyped(keys, path, "a string");
+	*out = json_string_value(value);
+	return true;
+}
+
+bool report_object(struct report_keys *keys, const char *path, const json_t **out)
+{
+	const json_t *value = need(keys, path);
+
+	if (!value)
+		return false;
+	if (!json_is_object(value))
+		return mistyped(keys, path, "an object");
+	*out = value;
+	return true;
+}
+
+bool report_array(struct report_keys *keys, const char *path, const json_t **out)
+{
+	const json_t *value = need(keys, path);
+
+	if (!value)
+		return false;
+	if (!json_is_array(value))
+		return mistyped(keys, path, "an array");
+	*out = value;
+	return true;
+}
+
+bool report_optional_uint(struct report_keys *keys, const char *path, uint64_t *out)
+{
+	const json_t *value = report_get(keys->report, path);
+
+	*out = 0;
+	if (!keys->ok)
+		return false;
+	if (!value || json_is_null(value))
+		return true;
+	return report_uint(keys, path, out);
+}

@@ -1,0 +1,460 @@
+/*
+ * Merging the per-node reports of a job: sums over the nodes, the nodes that
+ * did not report, and the problems worth a look, in plain words.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report_internal.h"
+
+enum { WAY_STAGED, WAY_REQUESTED, WAYS };
+
+static const char *const way_keys[WAYS] = { "delivered_staged", "delivered_on_request" };
+
+struct count {
+	uint64_t samples;
+	uint64_t bytes;
+};
+
+/* What the merge takes from one node's report. */
+struct node_figures {
+	json_t *report;
+	size_t input;
+	uint32_t node;
+	const char *job_id;
+	const char *dataset;
+	uint64_t samples, epochs, world_size, dataset_bytes;
+	uint64_t pfs_bytes, benchmark_bytes;
+	struct count delivered[WAYS][REPORT_SOURCES];
+	uint64_t stall_requests;
+	double stall_seconds, stall_max_seconds;
+	const json_t *fallbacks;
+	uint64_t mismatched;
+	const char *diagnosis; /* NULL: none */
+	uint64_t peer_timeouts, peer_errors, watch_overflows;
+};
+
+static bool read_delivered(struct report_keys *keys, struct node_figures *f)
+{
+	char path[96];
+
+	for (int way = 0; way < WAYS; way++) {
+		for (int s = 0; s < REPORT_SOURCES; s++) {
+			struct count *c = &f->delivered[way][s];
+
+			snprintf(path, sizeof(path), "%s.%s.samples", way_keys[way],
+			         report_source_names[s]);
+			report_uint(keys, path, &c->samples);
+			snprintf(path, sizeof(path), "%s.%s.bytes", way_keys[way],
+			         report_source_names[s]);
+			report_uint(keys, path, &c->bytes);
+		}
+	}
+	return keys->ok;
+}
+
+static bool read_fallbacks(struct report_keys *keys, struct node_figures *f)
+{
+	const char *kind;
+	json_t *value;
+
+	if (!report_object(keys, "fallbacks", &f->fallbacks))
+		return false;
+	json_object_foreach((json_t *)f->fallbacks, kind, value)
+	{
+		if (!json_is_integer(value) || json_integer_value(value) < 0) {
+			report_fail(keys->error, keys->input,
+			            "%skey 'fallbacks.%s' is not a non-negative integer", keys->who,
+			            kind);
+			return keys->ok = false;
+		}
+	}
+	return true;
+}
+
+/* The optional parts: the stream diagnosis, the data plane, the watch. */
+static bool read_health(struct report_keys *keys, struct node_figures *f)
+{
+	const json_t *diagnosis = report_get(keys->report, "stream.diagnosis");
+
+	report_optional_uint(keys, "stream.mismatched_requests", &f->mismatched);
+	report_optional_uint(keys, "peers.timeouts", &f->peer_timeouts);
+	report_optional_uint(keys, "peers.errors", &f->peer_errors);
+	report_optional_uint(keys, "connections.watch_overflows", &f->watch_overflows);
+	f->diagnosis = json_is_string(diagnosis) ? json_string_value(diagnosis) : NULL;
+	return keys->ok;
+}
+
+/* Read and check one node report (@input among the inputs) into @f. */
+static bool read_node(json_t *report, size_t input, struct node_figures *f,
+                      struct nopfs_report_error *error)
+{
+	struct report_keys keys = {
+		.report = report, .who = "", .input = input, .error = error, .ok = true
+	};
+	char who[32];
+	uint64_t node;
+
+	*f = (struct node_figures){ .report = report, .input = input };
+	if (!json_is_object(report)) {
+		report_fail(error, input, "not a JSON object");
+		return false;
+	}
+	if (!report_uint(&keys, "node", &node))
+		return false;
+	if (node >= REPORT_MAX_NODE) {
+		report_fail(error, input, "key 'node' (%" PRIu64 ") is not below %u", node,
+		            REPORT_MAX_NODE);
+		return false;
+	}
+	f->node = (uint32_t)node;
+	snprintf(who, sizeof(who), "node %" PRIu32 ": ", f->node);
+	keys.who = who;
+	report_string(&keys, "job_id", &f->job_id);
+	report_string(&keys, "job.dataset", &f->dataset);
+	report_uint(&keys, "job.samples", &f->samples);
+	report_uint(&keys, "job.epochs", &f->epochs);
+	report_uint(&keys, "job.world_size", &f->world_size);
+	report_uint(&keys, "pfs.dataset_bytes", &f->dataset_bytes);
+	report_uint(&keys, "pfs.bytes", &f->pfs_bytes);
+	report_uint(&keys, "pfs.benchmark_bytes", &f->benchmark_bytes);
+	report_uint(&keys, "stall.requests", &f->stall_requests);
+	report_real(&keys, "stall.seconds", &f->stall_seconds);
+	report_real(&keys, "stall.max_seconds", &f->stall_max_seconds);
+	if (!keys.ok || !read_delivered(&keys, f) || !read_fallbacks(&keys, f) ||
+	    !read_health(&keys, f))
+		return false;
+	if (f->benchmark_bytes > f->pfs_bytes) {
+		report_fail(error, input,
+		            "%skey 'pfs.benchmark_bytes' (%" PRIu64
+		            ") exceeds 'pfs.bytes' (%" PRIu64 ")",
+		            who, f->benchmark_bytes, f->pfs_bytes);
+		return false;
+	}
+	return true;
+}
+
+bool nopfs_report_check_node(const json_t *report, struct nopfs_report_error *error)
+{
+	struct node_figures figures;
+
+	return read_node((json_t *)report, 0, &figures, error);
+}
+
+static int compare_nodes(const void *a, const void *b)
+{
+	const struct node_figures *x = a, *y = b;
+
+	return (x->node > y->node) - (x->node < y->node);
+}
+
+/* ------------------------------------------------------------------------
+ * Problems: short sentences, one per finding.
+ */
+
+static void add_problem(json_t *problems, const char *format, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static void add_problem(json_t *problems, const char *format, ...)
+{
+	char text[512];
+	va_list args;
+
+	va_start(args, format);
+	vsnprintf(text, sizeof(text), format, args);
+	va_end(args);
+	json_array_append_new(problems, json_string(text));
+}
+
+/* "0, 2, 5" with at most a few nodes named, then "...". */
+struct node_list {
+	char text[160];
+	unsigned int count;
+};
+
+static void node_list_add(struct node_list *list, uint32_t node)
+{
+	size_t used = strlen(list->text);
+
+	if (list->count++ == 12) {
+		snprintf(list->text + used, sizeof(list->text) - used, ", ...");
+		return;
+	}
+	if (list->count > 12)
+		return;
+	snprintf(list->text + used, sizeof(list->text) - used, "%s%" PRIu32,
+	         list->count > 1 ? ", " : "", node);
+}
+
+static void missing_problem(json_t *problems, const json_t *missing)
+{
+	struct node_list list = { .count = 0 };
+	size_t i;
+	json_t *node;
+
+	json_array_foreach(missing, i, node)
+	        node_list_add(&list, (uint32_t)json_integer_value(node));
+	if (list.count == 1)
+		add_problem(problems, "no report from node %s", list.text);
+	else if (list.count > 1)
+		add_problem(problems, "no report from %u nodes: %s", list.count, list.text);
+}
+
+static void disagreement_problems(json_t *problems, const struct node_figures *f, size_t count)
+{
+	const struct node_figures *ref = &f[0];
+
+	for (size_t i = 1; i < count; i++) {
+		const struct node_figures *n = &f[i];
+
+		if (strcmp(n->job_id, ref->job_id) != 0)
+			add_problem(problems,
+			            "node %" PRIu32 " disagrees on job_id: '%s' (node %" PRIu32
+			            ": '%s')",
+			            n->node, n->job_id, ref->node, ref->job_id);
+		if (strcmp(n->dataset, ref->dataset) != 0)
+			add_problem(problems,
+			            "node %" PRIu32 " disagrees on dataset: '%s' (node %" PRIu32
+			            ": '%s')",
+			            n->node, n->dataset, ref->node, ref->dataset);
+		if (n->epochs != ref->epochs)
+			add_problem(problems,
+			            "node %" PRIu32 " disagrees on epochs: %" PRIu64
+			            " (node %" PRIu32 ": %" PRIu64 ")",
+			            n->node, n->epochs, ref->node, ref->epochs);
+		if (n->world_size != ref->world_size)
+			add_problem(problems,
+			            "node %" PRIu32 " disagrees on world_size: %" PRIu64
+			            " (node %" PRIu32 ": %" PRIu64 ")",
+			            n->node, n->world_size, ref->node, ref->world_size);
+		if (n->samples != ref->samples || n->dataset_bytes != ref->dataset_bytes)
+			add_problem(problems,
+			            "node %" PRIu32 " sees another dataset: %" PRIu64
+			            " samples, %" PRIu64 " bytes (node %" PRIu32 ": %" PRIu64
+			            ", %" PRIu64 ")",
+			            n->node, n->samples, n->dataset_bytes, ref->node, ref->samples,
+			            ref->dataset_bytes);
+	}
+}
+
+/* Fallbacks summed per kind into @sums, with one problem per kind that happened. */
+static void fallback_problems(json_t *problems, json_t *sums, const struct node_figures *f,
+                              size_t count)
+{
+	const char *kind;
+	json_t *value;
+
+	for (size_t i = 0; i < count; i++) {
+		json_object_foreach((json_t *)f[i].fallbacks, kind, value)
+		{
+			json_int_t sum = json_integer_value(json_object_get(sums, kind));
+
+			json_object_set_new(sums, kind,
+			                    json_integer(sum + json_integer_value(value)));
+		}
+	}
+	json_object_foreach(sums, kind, value)
+	{
+		struct node_list list = { .count = 0 };
+
+		if (json_integer_value(value) == 0)
+			continue;
+		for (size_t i = 0; i < count; i++)
+			if (json_integer_value(json_object_get(f[i].fallbacks, kind)) > 0)
+				node_list_add(&list, f[i].node);
+		add_problem(problems,
+		            "%" JSON_INTEGER_FORMAT " reads fell back to the PFS (%s) on %s %s",
+		            json_integer_value(value), kind, list.count > 1 ? "nodes" : "node",
+		            list.text);
+	}
+}
+
+static void node_problems(json_t *problems, const struct node_figures *f, size_t count)
+{
+	for (size_t i = 0; i < count; i++) {
+		const struct node_figures *n = &f[i];
+
+		if (n->mismatched)
+			add_problem(problems,
+			            "node %" PRIu32 ": %" PRIu64
+			            " requests followed no local rank's stream%s%s",
+			            n->node, n->mismatched, n->diagnosis ? ": " : "",
+			            n->diagnosis ? n->diagnosis : "");
+		if (n->peer_timeouts || n->peer_errors)
+			add_problem(problems,
+			            "node %" PRIu32 ": reads from other nodes: %" PRIu64
+			            " timeouts, %" PRIu64 " errors",
+			            n->node, n->peer_timeouts, n->peer_errors);
+		if (n->watch_overflows)
+			add_problem(problems,
+			            "node %" PRIu32
+			            ": the stage directory watch overflowed %" PRIu64
+			            " times (opens of staged copies went uncounted)",
+			            n->node, n->watch_overflows);
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * The merged report.
+ */
+
+static json_t *count_json(const struct count *c)
+{
+	return json_pack("{s:I, s:I}", "samples", (json_int_t)c->samples, "bytes",
+	                 (json_int_t)c->bytes);
+}
+
+/* Delivered per source (both ways), in total, and opened as staged copies. */
+static int add_delivered(json_t *merged, const struct node_figures *f, size_t count)
+{
+	struct count source[REPORT_SOURCES] = { { 0 } }, total = { 0 }, staged = { 0 };
+	json_t *delivered = json_object();
+
+	for (size_t i = 0; i < count; i++) {
+		for (int way = 0; way < WAYS; way++) {
+			for (int s = 0; s < REPORT_SOURCES; s++) {
+				const struct count *c = &f[i].delivered[way][s];
+
+				source[s].samples += c->samples;
+				source[s].bytes += c->bytes;
+				total.samples += c->samples;
+				total.bytes += c->bytes;
+				if (way == WAY_STAGED) {
+					staged.samples += c->samples;
+					staged.bytes += c->bytes;
+				}
+			}
+		}
+	}
+	for (int s = 0; s < REPORT_SOURCES; s++)
+		json_object_set_new(delivered, report_source_names[s], count_json(&source[s]));
+	return json_object_set_new(merged, "delivered", delivered) |
+	       json_object_set_new(merged, "delivered_total", count_json(&total)) |
+	       json_object_set_new(merged, "delivered_staged", count_json(&staged));
+}
+
+static int add_pfs_and_stall(json_t *merged, const struct node_figures *f, size_t count)
+{
+	uint64_t bytes = 0, benchmark = 0, requests = 0;
+	double seconds = 0, max_seconds = 0;
+	double dataset = (double)f[0].dataset_bytes, naive = dataset * (double)f[0].epochs;
+
+	for (size_t i = 0; i < count; i++) {
+		bytes += f[i].pfs_bytes - f[i].benchmark_bytes;
+		benchmark += f[i].benchmark_bytes;
+		requests += f[i].stall_requests;
+		seconds += f[i].stall_seconds;
+		if (f[i].stall_max_seconds > max_seconds)
+			max_seconds = f[i].stall_max_seconds;
+	}
+	return json_object_set_new(merged, "pfs_bytes", json_integer((json_int_t)bytes)) |
+	       json_object_set_new(merged, "benchmark_bytes", json_integer((json_int_t)benchmark)) |
+	       json_object_set_new(merged, "vs_dataset",
+	                           json_real(dataset > 0 ? (double)bytes / dataset : 0)) |
+	       json_object_set_new(merged, "vs_naive",
+	                           json_real(naive > 0 ? (double)bytes / naive : 0)) |
+	       json_object_set_new(merged, "stall",
+	                           json_pack("{s:I, s:f, s:f}", "requests", (json_int_t)requests,
+	                                     "seconds", seconds, "max_seconds", max_seconds));
+}
+
+/* nodes_expected, nodes_reported, nodes_missing and per_node. */
+static int add_nodes(json_t *merged, const struct node_figures *f, size_t count, uint32_t expected)
+{
+	json_t *reported = json_array(), *missing = json_array(), *per_node = json_array();
+	size_t next = 0;
+
+	for (uint32_t node = 0; node < expected; node++) {
+		if (next < count && f[next].node == node) {
+			json_array_append_new(reported, json_integer(node));
+			json_array_append(per_node, f[next].report);
+			next++;
+		} else {
+			json_array_append_new(missing, json_integer(node));
+		}
+	}
+	return json_object_set_new(merged, "nodes_expected", json_integer(expected)) |
+	       json_object_set_new(merged, "nodes_reported", reported) |
+	       json_object_set_new(merged, "nodes_missing", missing) |
+	       json_object_set_new(merged, "per_node", per_node);
+}
+
+static json_t *build(const struct node_figures *f, size_t count, uint32_t expected)
+{
+	json_t *merged, *problems = json_array(), *fallbacks = json_object();
+	int failed;
+
+	merged = json_pack("{s:s, s:s, s:I, s:I, s:I, s:I}", "job_id", f[0].job_id, "dataset",
+	                   f[0].dataset, "dataset_bytes", (json_int_t)f[0].dataset_bytes, "samples",
+	                   (json_int_t)f[0].samples, "epochs", (json_int_t)f[0].epochs,
+	                   "world_size", (json_int_t)f[0].world_size);
+	if (!merged || !problems || !fallbacks) {
+		json_decref(problems);
+		json_decref(fallbacks);
+		json_decref(merged);
+		return NULL;
+	}
+	failed = add_nodes(merged, f, count, expected) | add_pfs_and_stall(merged, f, count) |
+	         add_delivered(merged, f, count);
+	missing_problem(problems, json_object_get(merged, "nodes_missing"));
+	disagreement_problems(problems, f, count);
+	fallback_problems(problems, fallbacks, f, count);
+	node_problems(problems, f, count);
+	failed |= json_object_set_new(merged, "fallbacks", fallbacks) |
+	          json_object_set_new(merged, "problems", problems);
+	if (failed) {
+		json_decref(merged);
+		return NULL;
+	}
+	return merged;
+}
+
+json_t *nopfs_report_merge(json_t *const *nodes, size_t count, uint32_t expected_nodes,
+                           struct nopfs_report_error *error)
+{
+	struct node_figures *figures;
+	json_t *merged = NULL;
+
+	if (count == 0) {
+		report_fail(error, NOPFS_REPORT_NO_INPUT, "no node reports to merge");
+		return NULL;
+	}
+	if (expected_nodes > REPORT_MAX_NODE) {
+		report_fail(error, NOPFS_REPORT_NO_INPUT, "%" PRIu32 " nodes: at most %u",
+		            expected_nodes, REPORT_MAX_NODE);
+		return NULL;
+	}
+	figures = calloc(count, sizeof(*figures));
+	if (!figures) {
+		report_fail(error, NOPFS_REPORT_NO_INPUT, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < count; i++)
+		if (!read_node(nodes[i], i, &figures[i], error))
+			goto out_figures;
+	qsort(figures, count, sizeof(*figures), compare_nodes);
+	for (size_t i = 1; i < count; i++) {
+		if (figures[i].node == figures[i - 1].node) {
+			report_fail(error, figures[i].input, "node %" PRIu32 " is reported twice",
+			            figures[i].node);
+			goto out_figures;
+		}
+	}
+	if (expected_nodes == 0)
+		expected_nodes = figures[count - 1].node + 1;
+	if (figures[count - 1].node >= expected_nodes) {
+		report_fail(error, figures[count - 1].input,
+		            "node %" PRIu32 " is not one of the job's %" PRIu32 " nodes",
+		            figures[count - 1].node, expected_nodes);
+		goto out_figures;
+	}
+	merged = build(figures, count, expected_nodes);
+	if (!merged)
+		report_fail(error, NOPFS_REPORT_NO_INPUT, "out of memory");
+out_figures:
+	free(figures);
+	return merged;
+}

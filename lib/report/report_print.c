@@ -1,0 +1,153 @@
+/* The job report for people: a few lines, each prefixed "nopfs: ". */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "report_internal.h"
+
+/*
+ * What a delivered sample's source means. A staged copy the task opened is
+ * counted by where its bytes came from; "staging" counts requests answered
+ * with a copy already staged, whose own origin the agent did not record.
+ */
+static const char *const source_labels[REPORT_SOURCES] = {
+	"already staged when asked (origin not recorded)",
+	"node RAM",
+	"node SSD",
+	"other nodes",
+	"PFS",
+};
+
+/* The figures the summary prints, read from a merged report. */
+struct summary {
+	const char *job_id;
+	uint64_t samples, dataset_bytes, epochs, nodes_expected;
+	const json_t *reported, *problems;
+	uint64_t pfs_bytes, benchmark_bytes;
+	double vs_dataset, vs_naive;
+	uint64_t delivered[REPORT_SOURCES], delivered_total, delivered_staged;
+	uint64_t stall_requests;
+	double stall_seconds, stall_max_seconds;
+};
+
+static bool read_summary(const json_t *merged, struct summary *s, struct nopfs_report_error *error)
+{
+	struct report_keys keys = {
+		.report = merged, .who = "", .input = 0, .error = error, .ok = true
+	};
+	char path[64];
+	size_t i;
+	json_t *problem;
+
+	if (!json_is_object(merged)) {
+		report_fail(error, 0, "not a JSON object");
+		return false;
+	}
+	report_string(&keys, "job_id", &s->job_id);
+	report_uint(&keys, "samples", &s->samples);
+	report_uint(&keys, "dataset_bytes", &s->dataset_bytes);
+	report_uint(&keys, "epochs", &s->epochs);
+	report_uint(&keys, "nodes_expected", &s->nodes_expected);
+	report_array(&keys, "nodes_reported", &s->reported);
+	report_uint(&keys, "pfs_bytes", &s->pfs_bytes);
+	report_uint(&keys, "benchmark_bytes", &s->benchmark_bytes);
+	report_real(&keys, "vs_dataset", &s->vs_dataset);
+	report_real(&keys, "vs_naive", &s->vs_naive);
+	for (int source = 0; source < REPORT_SOURCES; source++) {
+		snprintf(path, sizeof(path), "delivered.%s.samples", report_source_names[source]);
+		report_uint(&keys, path, &s->delivered[source]);
+	}
+	report_uint(&keys, "delivered_total.samples", &s->delivered_total);
+	report_uint(&keys, "delivered_staged.samples", &s->delivered_staged);
+	report_uint(&keys, "stall.requests", &s->stall_requests);
+	report_real(&keys, "stall.seconds", &s->stall_seconds);
+	report_real(&keys, "stall.max_seconds", &s->stall_max_seconds);
+	report_array(&keys, "problems", &s->problems);
+	if (!keys.ok)
+		return false;
+	json_array_foreach(s->problems, i, problem)
+	{
+		if (!json_is_string(problem)) {
+			report_fail(error, 0, "key 'problems.%zu' is not a string", i);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool nopfs_report_check_merged(const json_t *merged, struct nopfs_report_error *error)
+{
+	struct summary summary;
+
+	return read_summary(merged, &summary, error);
+}
+
+/* @bytes in decimal units, e.g. "150.2 MB". */
+static const char *format_bytes(uint64_t bytes, char *text, size_t size)
+{
+	static const char *const units[] = { "kB", "MB", "GB", "TB", "PB", "EB" };
+	double value = (double)bytes;
+	int unit = -1;
+
+	if (bytes < 1000) {
+		snprintf(text, size, "%" PRIu64 " B", bytes);
+		return text;
+	}
+	while (value >= 1000 && unit < 5) {
+		value /= 1000;
+		unit++;
+	}
+	snprintf(text, size, "%.1f %s", value, units[unit]);
+	return text;
+}
+
+static void print_delivered(const struct summary *s, FILE *out)
+{
+	static const int order[REPORT_SOURCES] = { 1, 2, 3, 4, 0 }; /* RAM first */
+	double total = (double)s->delivered_total;
+
+	fprintf(out, "nopfs: delivered %" PRIu64 " samples", s->delivered_total);
+	if (s->delivered_total == 0) {
+		fputc('\n', out);
+		return;
+	}
+	fputc(':', out);
+	for (int i = 0; i < REPORT_SOURCES; i++)
+		fprintf(out, "%s %.1f%% %s", i ? "," : "",
+		        100.0 * (double)s->delivered[order[i]] / total, source_labels[order[i]]);
+	fputc('\n', out);
+	fprintf(out,
+	        "nopfs: of these, tasks opened %" PRIu64 " staged copies themselves and asked "
+	        "the agent for %" PRIu64 "\n",
+	        s->delivered_staged, s->delivered_total - s->delivered_staged);
+}
+
+int nopfs_report_print_summary(const json_t *merged, FILE *out)
+{
+	struct summary s;
+	char size[32], more[32];
+	size_t reported, i;
+	json_t *problem;
+
+	if (!read_summary(merged, &s, NULL))
+		return -1;
+	reported = json_array_size(s.reported);
+	fprintf(out, "nopfs: job %s on %" PRIu64 " node%s", s.job_id, s.nodes_expected,
+	        s.nodes_expected == 1 ? "" : "s");
+	if (reported != s.nodes_expected)
+		fprintf(out, " (%zu reported)", reported);
+	fprintf(out, ": %" PRIu64 " samples, %s, %" PRIu64 " epochs\n", s.samples,
+	        format_bytes(s.dataset_bytes, size, sizeof(size)), s.epochs);
+	fprintf(out,
+	        "nopfs: PFS read %s = %.2f x dataset (naive loader: %.2f x dataset, so %.2f x "
+	        "naive); self-benchmark read %s more\n",
+	        format_bytes(s.pfs_bytes, size, sizeof(size)), s.vs_dataset, (double)s.epochs,
+	        s.vs_naive, format_bytes(s.benchmark_bytes, more, sizeof(more)));
+	print_delivered(&s, out);
+	fprintf(out, "nopfs: stalls: %" PRIu64 " requests waited %.2f s in all, %.1f ms at most\n",
+	        s.stall_requests, s.stall_seconds, s.stall_max_seconds * 1e3);
+	if (json_array_size(s.problems) == 0)
+		fprintf(out, "nopfs: problems: none\n");
+	json_array_foreach(s.problems, i, problem)
+	        fprintf(out, "nopfs: problem: %s\n", json_string_value(problem));
+	return ferror(out) ? -1 : 0;
+}

@@ -1,0 +1,134 @@
+/*
+ * slurmd, job epilog (root, every node of the job, after all steps): remove
+ * what the job's agents left when they could not clean up themselves (a
+ * SIGKILL, a crash): their processes, /tmp/nopfs-JOB*, /dev/shm/nopfs-JOB
+ * and the SSD tier directory under ssd_base. Only what exists and belongs
+ * to the job's user is touched; nothing here fails the epilog.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugin.h"
+
+/* Remove @name in @parent_fd, a directory tree of @uid, without following links. */
+static void remove_tree_at(int parent_fd, const char *name, uid_t uid, int depth)
+{
+	struct stat st;
+	struct dirent *entry;
+	DIR *dir;
+	int fd;
+
+	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != uid)
+		return;
+	if (!S_ISDIR(st.st_mode)) {
+		unlinkat(parent_fd, name, 0);
+		return;
+	}
+	if (depth > 8)
+		return;
+	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	while ((entry = readdir(dir)))
+		if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0)
+			remove_tree_at(fd, entry->d_name, uid, depth + 1);
+	closedir(dir);
+	unlinkat(parent_fd, name, AT_REMOVEDIR);
+}
+
+static void remove_in(const char *directory, const char *name, uid_t uid)
+{
+	int fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	remove_tree_at(fd, name, uid, 0);
+	close(fd);
+}
+
+/* Is process @pid an nopfs-agent of @job owned by @uid? */
+static bool is_job_agent(const char *pid, const char *job, uid_t uid)
+{
+	char path[300], cmdline[4096];
+	struct stat st;
+	ssize_t length;
+	bool found = false;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s", pid);
+	if (stat(path, &st) != 0 || st.st_uid != uid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	length = read(fd, cmdline, sizeof(cmdline) - 1);
+	close(fd);
+	if (length <= 0)
+		return false;
+	cmdline[length] = '\0';
+	if (!strstr(cmdline, "nopfs-agent"))
+		return false;
+	for (ssize_t at = 0; at < length; at += (ssize_t)strlen(cmdline + at) + 1)
+		if (strcmp(cmdline + at, "--job-id") == 0 && at + 9 < length &&
+		    strcmp(cmdline + at + 9, job) == 0)
+			found = true;
+	return found;
+}
+
+static int kill_agents(const char *job, uid_t uid)
+{
+	struct dirent *entry;
+	DIR *proc = opendir("/proc");
+	int killed = 0;
+
+	if (!proc)
+		return 0;
+	while ((entry = readdir(proc)))
+		if (entry->d_name[0] >= '1' && entry->d_name[0] <= '9' &&
+		    is_job_agent(entry->d_name, job, uid) &&
+		    kill((pid_t)atol(entry->d_name), SIGKILL) == 0)
+			killed++;
+	closedir(proc);
+	return killed;
+}
+
+void epilog_clean(spank_t sp)
+{
+	char job_text[32], name[64];
+	uint32_t job = 0;
+	uid_t uid = 0;
+	int killed;
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || uid == 0)
+		return;
+	snprintf(job_text, sizeof(job_text), "%u", job);
+	killed = kill_agents(job_text, uid);
+	if (killed > 0) {
+		slurm_info(PLUGIN_NAME ": job %u: killed %d leftover agent process(es)", job,
+		           killed);
+		usleep(100000); /* let the kernel reap them before their files go */
+	}
+	snprintf(name, sizeof(name), "nopfs-%u", job);
+	remove_in("/tmp", name, uid);
+	remove_in("/dev/shm", name, uid);
+	if (nopfs_config.ssd_base[0])
+		remove_in(nopfs_config.ssd_base, name, uid);
+	snprintf(name, sizeof(name), "nopfs-%u.log", job);
+	remove_in("/tmp", name, uid);
+	snprintf(name, sizeof(name), "nopfs-%u.srun", job);
+	remove_in("/tmp", name, uid);
+}

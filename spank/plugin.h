@@ -1,0 +1,77 @@
+/*
+ * spank_nopfs: the SPANK plugin. spank_nopfs.c dispatches each Slurm hook to
+ * the module of its context; the modules share the two structs below, one
+ * per plugin instance (srun, sbatch, salloc or slurmstepd process).
+ */
+#ifndef NOPFS_SPANK_PLUGIN_H
+#define NOPFS_SPANK_PLUGIN_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <slurm/spank.h>
+
+#define PLUGIN_NAME "nopfs"
+
+/* In the companion step's environment: its srun and tasks leave nopfs alone. */
+#define NOPFS_SPANK_GUARD "NOPFS_AGENT_STEP"
+/* Set by the launching srun for its tasks' slurmstepd: dataset root, preload. */
+#define NOPFS_SPANK_TASKS "NOPFS_SPANK_TASKS"
+
+/* plugstack.conf arguments (the admin's). */
+struct spank_config {
+	bool enabled;
+	char bindir[PATH_MAX];  /* nopfs-agent, nopfs-report */
+	char preload[PATH_MAX]; /* libnopfs_preload.so */
+	char srun[PATH_MAX];
+	char tiers[1024];        /* default tier list */
+	double ram_max_percent;  /* largest share of node memory for RAM tiers */
+	char ssd_base[PATH_MAX]; /* where "ssd:SIZE" tiers go */
+	char bench_cache[PATH_MAX];
+	char report_dir[PATH_MAX];
+	unsigned int ready_timeout; /* seconds a step waits for its agents */
+	unsigned int report_wait;   /* seconds srun waits for the job report */
+	char error[512];            /* not empty: the configuration is unusable */
+};
+
+/* The user's options (command line or SLURM_NOPFS_* environment). */
+struct spank_request {
+	bool active; /* --nopfs-dataset given */
+	bool given[16];
+	char dataset[PATH_MAX];
+	uint64_t seed;
+	uint32_t epochs;
+	char index[PATH_MAX + 8];
+	char tiers[1024];
+	char report[PATH_MAX];
+	bool preload;
+	bool shuffle;
+	bool drop_last;
+	bool verbose;
+};
+
+extern struct spank_config nopfs_config;
+extern struct spank_request nopfs_request;
+
+/* Every message to the user goes through these: "nopfs: ..." */
+#define user_error(...) slurm_error(PLUGIN_NAME ": " __VA_ARGS__)
+#define user_info(...)  slurm_info(PLUGIN_NAME ": " __VA_ARGS__)
+
+/* config.c: parse the plugstack.conf arguments (problems go to .error). */
+void config_parse(struct spank_config *config, int argc, char **argv);
+
+/* options.c */
+int options_register(spank_t sp);
+/* Environment equivalents and cross-option checks once all are parsed (local). */
+int options_finish(spank_t sp);
+
+/* launch.c (srun, local): start or reuse the agent step; set the task env. */
+int launch_agents(spank_t sp);
+/* report.c (srun, local exit): wait for and print the job report. */
+void report_print(spank_t sp);
+/* tasks.c (slurmstepd): wait for the node's agent; the task environment. */
+int tasks_prepare(spank_t sp);
+/* epilog.c (slurmd, root): remove what the job left on this node. */
+void epilog_clean(spank_t sp);
+
+#endif

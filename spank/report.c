@@ -1,0 +1,155 @@
+/*
+ * srun, local exit, when this srun created the job: the job is over and its
+ * agents got SIGTERM. Node 0's agent merges the nodes' reports into the job
+ * report; wait (bounded) for it, merge what there is if it does not come,
+ * and print the summary to the user's stderr.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "launch.h"
+#include "plugin.h"
+
+#define TOOL_SECONDS 20
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Has the companion srun exited? (reaps it) */
+static bool companion_done(void)
+{
+	if (nopfs_launch.companion <= 0)
+		return true;
+	if (waitpid(nopfs_launch.companion, NULL, WNOHANG) == 0)
+		return false;
+	nopfs_launch.companion = -1;
+	return true;
+}
+
+/* Run nopfs-report with @argv (its output on our stderr), bounded. */
+static int run_tool(char **argv)
+{
+	double deadline = now() + TOOL_SECONDS;
+	int status = 0;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		int null_fd = open("/dev/null", O_RDWR);
+
+		if (null_fd >= 0) {
+			dup2(null_fd, STDIN_FILENO);
+			dup2(STDERR_FILENO, STDOUT_FILENO);
+		}
+		execv(argv[0], argv);
+		dprintf(STDERR_FILENO, PLUGIN_NAME ": cannot run %s: %s\n", argv[0],
+		        strerror(errno));
+		_exit(127);
+	}
+	while (waitpid(pid, &status, WNOHANG) == 0) {
+		if (now() > deadline) {
+			kill(pid, SIGKILL);
+			waitpid(pid, &status, 0);
+			return -1;
+		}
+		usleep(20000);
+	}
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Merge the node reports that exist into the job report ourselves. */
+static int merge_here(const char *tool, const char *report)
+{
+	char pattern[PATH_MAX + 32];
+	char *argv[4100];
+	glob_t found;
+	int argc = 0, rc;
+
+	snprintf(pattern, sizeof(pattern), "%s.node-*", report);
+	if (glob(pattern, 0, NULL, &found) != 0 || found.gl_pathc == 0) {
+		user_error("no agent wrote a report for job %u (expected %s.node-N)",
+		           nopfs_launch.job, report);
+		return -1;
+	}
+	argv[argc++] = (char *)tool;
+	argv[argc++] = "--merge";
+	argv[argc++] = (char *)report;
+	for (size_t i = 0; i < found.gl_pathc && argc < 4096; i++)
+		argv[argc++] = found.gl_pathv[i];
+	argv[argc] = NULL;
+	rc = run_tool(argv);
+	globfree(&found);
+	return rc;
+}
+
+/* The node reports are in the job report now. */
+static void remove_node_reports(const char *report)
+{
+	char pattern[PATH_MAX + 32];
+	glob_t found;
+
+	snprintf(pattern, sizeof(pattern), "%s.node-*", report);
+	if (glob(pattern, 0, NULL, &found) != 0)
+		return;
+	for (size_t i = 0; i < found.gl_pathc; i++)
+		unlink(found.gl_pathv[i]);
+	globfree(&found);
+}
+
+/* Show the companion srun's complaints, if it had any. */
+static void show_companion_log(void)
+{
+	char line[1024];
+	FILE *in = fopen(nopfs_launch.lock, "re");
+
+	if (!in)
+		return;
+	if (fgets(line, sizeof(line), in) && fgets(line, sizeof(line), in)) /* pid, command */
+		while (fgets(line, sizeof(line), in))
+			user_error("agent step: %s", strtok(line, "\n") ? line : "");
+	fclose(in);
+}
+
+void report_print(spank_t sp)
+{
+	const char *report = nopfs_request.report;
+	char tool[PATH_MAX + 16];
+	char *argv[3];
+	double deadline = now() + nopfs_config.report_wait;
+	bool shown;
+
+	if (!nopfs_launch.started || !nopfs_launch.owns_allocation || !report[0])
+		return;
+	snprintf(tool, sizeof(tool), "%s/nopfs-report", nopfs_config.bindir);
+	while (access(report, F_OK) != 0 && !companion_done() && now() < deadline)
+		usleep(50000);
+	if (access(report, F_OK) == 0) { /* node 0's agent merged it */
+		argv[0] = tool;
+		argv[1] = (char *)report;
+		argv[2] = NULL;
+		shown = run_tool(argv) == 0;
+	} else {
+		show_companion_log();
+		shown = merge_here(tool, report) == 0; /* prints the summary too */
+	}
+	if (shown) {
+		fprintf(stderr, PLUGIN_NAME ": job report: %s\n", report);
+		remove_node_reports(report);
+	}
+	companion_done();
+	unlink(nopfs_launch.lock);
+}

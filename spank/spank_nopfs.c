@@ -1,0 +1,71 @@
+/*
+ * spank_nopfs: Slurm's hooks, each handed to the module of its context.
+ *   init            every context: plugstack.conf arguments, the options
+ *   init_post_opt   srun/sbatch/salloc: environment equivalents, checks
+ *   local_user_init srun: start or reuse the job's agent step
+ *   user_init       slurmstepd: wait for the node's agent, task environment
+ *   exit            srun that created the job: print the job report
+ *   job_epilog      slurmd (root): remove what the job left on the node
+ * Nothing here may take srun or slurmstepd down: errors are messages, and
+ * only a bad option (or a broken configuration when nopfs is asked for)
+ * fails the command, before any job or step exists.
+ */
+#include <stdlib.h>
+
+#include "launch.h"
+#include "plugin.h"
+
+SPANK_PLUGIN(nopfs, 1);
+
+struct spank_config nopfs_config;
+
+int slurm_spank_init(spank_t sp, int ac, char **av)
+{
+	spank_context_t context = spank_context();
+
+	config_parse(&nopfs_config, ac, av);
+	if (context == S_CTX_LOCAL)
+		nopfs_launch.owns_allocation = getenv("SLURM_JOB_ID") == NULL;
+	if (context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR || context == S_CTX_REMOTE)
+		return options_register(sp);
+	return 0;
+}
+
+int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
+{
+	spank_context_t context = spank_context();
+
+	/*
+	 * Slurm ignores what an "optional" plugin's hooks return, so a bad
+	 * combination of options ends the command here, the way srun ends on
+	 * a bad option of its own: nothing has been allocated or launched yet.
+	 */
+	if ((context == S_CTX_LOCAL || context == S_CTX_ALLOCATOR) && options_finish(sp) != 0)
+		exit(1);
+	return 0;
+}
+
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+	return launch_agents(sp);
+}
+
+int slurm_spank_user_init(spank_t sp, int ac, char **av)
+{
+	if (spank_remote(sp))
+		return tasks_prepare(sp);
+	return 0;
+}
+
+int slurm_spank_exit(spank_t sp, int ac, char **av)
+{
+	if (spank_context() == S_CTX_LOCAL)
+		report_print(sp);
+	return 0;
+}
+
+int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
+{
+	epilog_clean(sp);
+	return 0;
+}

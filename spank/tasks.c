@@ -1,0 +1,124 @@
+/*
+ * slurmstepd, remote context, once per node of a step: when the launching
+ * srun started or found the job's agents (NOPFS_SPANK_TASKS in the step's
+ * environment), wait (bounded) for this node's agent to be ready and give
+ * the tasks its socket, staging directory and the interposer. An agent that
+ * never comes, or is gone, leaves the tasks reading the PFS, with one
+ * warning per node.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugin.h"
+#include "runtime.h"
+
+/* How long an agent process may be missing before the wait gives up. */
+#define AGENT_START_GRACE_SECONDS 15
+
+/* Is an nopfs-agent of @job running on this node (as this user)? */
+static bool agent_running(unsigned int job)
+{
+	char wanted[32], path[300], cmdline[4096];
+	struct dirent *entry;
+	bool found = false;
+	DIR *proc = opendir("/proc");
+
+	if (!proc)
+		return true; /* cannot tell: keep waiting */
+	snprintf(wanted, sizeof(wanted), "%u", job);
+	while (!found && (entry = readdir(proc))) {
+		ssize_t length;
+		int fd;
+
+		if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", entry->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		length = read(fd, cmdline, sizeof(cmdline) - 1);
+		close(fd);
+		if (length <= 0)
+			continue;
+		cmdline[length] = '\0';
+		if (!strstr(cmdline, "nopfs-agent"))
+			continue;
+		for (ssize_t at = 0; at < length; at += (ssize_t)strlen(cmdline + at) + 1)
+			if (strcmp(cmdline + at, "--job-id") == 0 && at + 9 < length &&
+			    strcmp(cmdline + at + 9, wanted) == 0)
+				found = true;
+	}
+	closedir(proc);
+	return found;
+}
+
+/* Wait for /tmp/nopfs-JOB/ready: 0 ready, -1 not within @timeout seconds or gone. */
+static int wait_ready(unsigned int job, unsigned int timeout, char *why, size_t size)
+{
+	char ready[64];
+
+	snprintf(ready, sizeof(ready), "/tmp/nopfs-%u/ready", job);
+	for (unsigned int tenth = 0; tenth <= timeout * 10; tenth++) {
+		if (access(ready, F_OK) == 0)
+			return 0;
+		if (tenth >= AGENT_START_GRACE_SECONDS * 10 && tenth % 10 == 0 &&
+		    !agent_running(job)) {
+			snprintf(why, size, "is not running (its log: /tmp/nopfs-%u.log)", job);
+			return -1;
+		}
+		usleep(100000);
+	}
+	snprintf(why, size, "is not ready after %u s (plugstack.conf ready_timeout)", timeout);
+	return -1;
+}
+
+static int set_task_env(spank_t sp, unsigned int job, bool preload, const char *dataset)
+{
+	char value[PATH_MAX + 4096], current[4096];
+
+	snprintf(value, sizeof(value), "/tmp/nopfs-%u/agent.sock", job);
+	spank_setenv(sp, NOPFS_ENV_SOCKET, value, 1);
+	snprintf(value, sizeof(value), "/dev/shm/nopfs-%u", job);
+	spank_setenv(sp, NOPFS_ENV_STAGE_DIR, value, 1);
+	spank_setenv(sp, NOPFS_ENV_DATASET, dataset, 1);
+	if (!preload)
+		return 0;
+	if (spank_getenv(sp, "LD_PRELOAD", current, sizeof(current)) == ESPANK_SUCCESS &&
+	    current[0])
+		snprintf(value, sizeof(value), "%s:%s", nopfs_config.preload, current);
+	else
+		snprintf(value, sizeof(value), "%s", nopfs_config.preload);
+	spank_setenv(sp, "LD_PRELOAD", value, 1);
+	return 0;
+}
+
+int tasks_prepare(spank_t sp)
+{
+	char word[PATH_MAX + 64], host[256] = "this node";
+	unsigned int job, preload, timeout;
+	char why[128] = "";
+	int consumed = 0;
+
+	if (spank_getenv(sp, NOPFS_SPANK_TASKS, word, sizeof(word)) != ESPANK_SUCCESS)
+		return 0;
+	spank_unsetenv(sp, NOPFS_SPANK_TASKS);
+	if (sscanf(word, "%u:%u:%u:%n", &job, &preload, &timeout, &consumed) != 3 ||
+	    consumed == 0 || word[consumed] != '/') {
+		user_error("malformed %s='%s': tasks read the PFS directly", NOPFS_SPANK_TASKS,
+		           word);
+		return 0;
+	}
+	gethostname(host, sizeof(host));
+	if (wait_ready(job, timeout, why, sizeof(why)) != 0) {
+		user_error("the agent of job %u on %s %s: tasks there read the PFS directly", job,
+		           host, why);
+		return 0;
+	}
+	return set_task_env(sp, job, preload != 0, word + consumed);
+}

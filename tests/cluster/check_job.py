@@ -1,0 +1,57 @@
+"""Check a nopfs job on the test cluster: every sample the ranks read (the
+lines tests/agent/train.py writes) has the dataset's bytes, and, given the
+job report, that it accounts for them.
+
+usage: check_job.py --data DIR --outs GLOB --samples N [--report FILE] [--pfs-bound X]
+--pfs-bound (x dataset, default 1.5) applies when no peer failed.
+"""
+import argparse
+import glob
+import hashlib
+import json
+import os
+
+from torchvision.datasets import ImageFolder
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--data", required=True)
+parser.add_argument("--outs", required=True)
+parser.add_argument("--samples", type=int, required=True)
+parser.add_argument("--report")
+parser.add_argument("--pfs-bound", type=float, default=1.5)
+args = parser.parse_args()
+
+ds = ImageFolder(args.data, loader=lambda p: p, is_valid_file=lambda p: p.endswith(".JPEG"))
+S = sum(os.path.getsize(path) for path, _ in ds.samples)
+digests = {}
+checked = 0
+for out in sorted(glob.glob(args.outs)):
+    for line in open(out):
+        epoch, index, label, digest = line.split()
+        i = int(index)
+        if i not in digests:
+            digests[i] = hashlib.sha256(open(ds.samples[i][0], "rb").read()).hexdigest()
+        assert digest == digests[i], f"{out}: sample {i}: wrong bytes"
+        checked += 1
+assert checked == args.samples, f"{checked} samples read, expected {args.samples}"
+if not args.report:
+    print(f"ok - {checked} samples correct")
+    raise SystemExit(0)
+
+report = json.load(open(args.report))
+nodes = report["nodes_expected"]
+assert report["nodes_reported"] == list(range(nodes)), f"nodes reported: {report['nodes_reported']}"
+assert report["nodes_missing"] == [], report["nodes_missing"]
+assert report["dataset_bytes"] == S, (report["dataset_bytes"], S)
+delivered = report["delivered_total"]["samples"]
+assert delivered == checked, (
+    f"the agents delivered {delivered} of the {checked} samples read; problems: "
+    f"{report['problems']}")
+pfs = report["pfs_bytes"]
+peers = [n.get("peers") or {} for n in report["per_node"]]
+failures = sum(p.get("timeouts", 0) + p.get("errors", 0) for p in peers)
+if failures == 0:
+    assert pfs <= args.pfs_bound * S, f"the job read {pfs / S:.2f} x S from the PFS"
+print(f"ok - {checked} samples correct; {nodes} nodes reported; PFS read {pfs / S:.2f} x S "
+      f"({report['vs_naive']:.2f} x the naive loader); {failures} peer failures; "
+      f"problems: {report['problems'] or 'none'}")

@@ -1,0 +1,56 @@
+# Shared by the plugin's cluster tests (sourced instead of cluster_test_lib.sh):
+# the cluster runs spank_nopfs.so from this build, with nopfs installed on
+# the PFS (bindir, preload) where every node and the submit host see it.
+# Sets PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh sets, and
+# UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory. Defines
+# wait_gone and nothing_left.
+# shellcheck shell=bash disable=SC2034 # the variables are for the sourcing test
+
+PLUGIN_STATE=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}
+PLUGIN_PREFIX=$PLUGIN_STATE/pfs/nopfs
+export NOPFS_SPANK_PLUGIN=${top_builddir:-$(dirname "$0")/../..}/spank/.libs/spank_nopfs.so
+export NOPFS_SPANK_ARGS="bindir=$PLUGIN_PREFIX/bin preload=$PLUGIN_PREFIX/lib/libnopfs_preload.so \
+ready_timeout=60 report_wait=20 ${PLUGIN_EXTRA_ARGS:-}"
+NOPFS_SPANK_PLUGIN=$(cd "$(dirname "$NOPFS_SPANK_PLUGIN")" && pwd)/spank_nopfs.so
+
+# shellcheck source-path=SCRIPTDIR source=cluster_test_lib.sh
+. "$(dirname "$0")/cluster_test_lib.sh"
+# up again: a no-op when the cluster already runs this plugin and arguments
+"$NC" up --nodes 3 >/dev/null
+
+PLUGIN_BIN=$PLUGIN_PREFIX/bin
+install -d -m 0755 "$PLUGIN_PREFIX" "$PLUGIN_BIN" "$PLUGIN_PREFIX/lib"
+for f in "$BUILDDIR/nopfs-agent" "$BUILDDIR/nopfs-report"; do
+	install -m 0755 "$f" "$PLUGIN_BIN/.${f##*/}.new"
+	mv -f "$PLUGIN_BIN/.${f##*/}.new" "$PLUGIN_BIN/${f##*/}"
+done
+install -m 0755 "$BUILDDIR/lib/.libs/libnopfs_preload.so" "$PLUGIN_PREFIX/lib/.new.so"
+mv -f "$PLUGIN_PREFIX/lib/.new.so" "$PLUGIN_PREFIX/lib/libnopfs_preload.so"
+export UCX_TLS=tcp
+
+# wait_gone JOB: until JOB has left the queue (120 s at most)
+wait_gone() {
+	for _ in $(seq 1 600); do
+		"$NC" run squeue -h -j "$1" 2>/dev/null | grep -q . || return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# nothing_left JOB: no agent, file or shared memory of JOB on any node (after
+# wait_gone: the epilog is the backstop)
+nothing_left() {
+	local node rc=0
+	for node in n1 n2 n3; do
+		if "$NC" exec-node "$node" sh -c "ls -d /tmp/nopfs-$1* /dev/shm/nopfs-$1* 2>/dev/null" | grep .; then
+			echo "not ok - node $node keeps files of job $1"
+			rc=1
+		fi
+		if "$NC" exec-node "$node" pgrep -f "nopfs-agent --job-id $1 " >/dev/null; then
+			echo "not ok - node $node still runs an agent of job $1"
+			rc=1
+		fi
+	done
+	return "$rc"
+}
+

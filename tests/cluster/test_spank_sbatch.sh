@@ -1,0 +1,105 @@
+#!/bin/bash
+# #SBATCH --nopfs-dataset=... with two plain sruns of the unmodified PyTorch
+# script: the first srun starts the job's one agent step, the second reuses
+# it and finds the caches warm (it reads almost nothing from the PFS); the
+# job report, written to the job's report path at the end, accounts for
+# both. Then salloc with the options and an srun inside; and a job without
+# them, which gets no agent step.
+# Exit: 0 pass, 1 fail, 77 skip.
+set -euo pipefail
+PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
+
+"$PYTHON" -c 'import torch, torchvision' 2>/dev/null || {
+	[[ ${NOPFS_REQUIRE_TORCH:-0} == 1 ]] && { echo "torch required"; exit 1; }
+	echo "SKIP: no torch"
+	exit 77
+}
+# shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
+. "$(dirname "$0")/plugin_test_lib.sh"
+
+cp "$SRCDIR/tests/agent/train.py" "$WORK/"
+"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 600 --classes 6 \
+	--mean 100K --sd 20K >/dev/null
+chmod -R a+rX "$WORK"
+fail=0
+
+cat >"$WORK/job.sh" <<JOB
+#!/bin/bash
+#SBATCH -N3 --ntasks-per-node=2
+#SBATCH --nopfs-dataset=$WORK/data --nopfs-seed=7 --nopfs-epochs=2
+set -u
+run() {
+	srun $PYTHON $WORK/train.py --data $WORK/data --seed 7 --epochs 2 --workers 1 --out $WORK/out\$1-%r.txt
+}
+run 1
+echo "srun 1 exit \$?"
+# the agents' reports so far (SIGUSR1), to tell the second srun's PFS reads apart
+srun --overlap -N3 --ntasks-per-node=1 pkill -USR1 -u \$(id -u) -f "^[^ ]*/nopfs-agent --job-id \$SLURM_JOB_ID "
+sleep 1
+for f in nopfs-\$SLURM_JOB_ID.json.node-*; do cp "\$f" "after1.\${f##*.}"; done
+run 2
+echo "srun 2 exit \$?"
+echo "agent steps: \$(squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -c nopfs-agent)"
+JOB
+chmod 755 "$WORK/job.sh"
+job=$(cd "$WORK" && timeout -k 5 300 "${RUNU[@]}" sbatch --parsable --wait -o "$WORK/job.out" \
+	"$WORK/job.sh") || true
+job=${job%%;*}
+cat "$WORK/job.out"
+for _ in $(seq 1 100); do [[ -e $WORK/nopfs-$job.json ]] && break; sleep 0.1; done
+grep -q "srun 1 exit 0" "$WORK/job.out" && grep -q "srun 2 exit 0" "$WORK/job.out" ||
+	{ echo "not ok - an srun of the batch job failed"; fail=1; }
+grep -q "agent steps: 1" "$WORK/job.out" || { echo "not ok - not exactly one agent step"; fail=1; }
+if [[ -e $WORK/nopfs-$job.json ]]; then
+	for s in 1 2; do
+		"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
+			--outs "$WORK/out$s-*.txt" --samples 1200 || fail=1
+	done
+	"$PYTHON" - "$WORK" "$job" <<'PY' || fail=1
+import glob, json, os, sys
+work, job = sys.argv[1], sys.argv[2]
+report = json.load(open(os.path.join(work, f"nopfs-{job}.json")))
+S = report["dataset_bytes"]
+nodes = [json.load(open(p)) for p in glob.glob(os.path.join(work, "after1.node-*"))]
+assert len(nodes) == 3, f"{len(nodes)} node reports after the first srun"
+first = sum(n["pfs"]["bytes"] - n["pfs"]["benchmark_bytes"] for n in nodes)
+second = report["pfs_bytes"] - first
+assert report["nodes_missing"] == [], report["nodes_missing"]
+assert report["delivered_total"]["samples"] == 2 * 1200, report["delivered_total"]
+assert second <= 0.05 * S, f"the second srun read {second / S:.3f} x S from the PFS"
+print(f"ok - one agent step for two sruns; PFS: first srun {first / S:.2f} x S, "
+      f"second {second / S:.3f} x S; {report['delivered_total']['samples']} samples delivered")
+PY
+else
+	echo "not ok - no job report at $WORK/nopfs-$job.json"
+	fail=1
+fi
+ls "$WORK"/nopfs-"$job".json.node-* 2>/dev/null && { echo "not ok - node reports left"; fail=1; }
+
+# salloc with the options, srun inside; the report lands in the srun's cwd.
+(cd "$WORK" && timeout -k 5 120 "${RUNU[@]}" salloc -N2 --ntasks-per-node=1 \
+	--nopfs-dataset="$WORK/data" --nopfs-epochs=1 --nopfs-report="$WORK/salloc.json" \
+	srun "$PYTHON" train.py --data "$WORK/data" --epochs 1 --workers 1 --out "$WORK/s3-%r.txt" \
+	>"$WORK/salloc.out" 2>&1) || { echo "not ok - salloc job failed"; cat "$WORK/salloc.out"; fail=1; }
+for _ in $(seq 1 100); do [[ -e $WORK/salloc.json ]] && break; sleep 0.1; done
+if [[ -e $WORK/salloc.json ]] && "$PYTHON" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["nodes_expected"] == 2 and r["nodes_missing"] == [], r
+assert r["delivered_total"]["samples"] == 600, r["delivered_total"]
+' "$WORK/salloc.json"; then
+	echo "ok - salloc + srun: agents on 2 nodes, 600 samples delivered, report written"
+else
+	echo "not ok - salloc + srun: no complete report"; cat "$WORK/salloc.out"; fail=1
+fi
+
+# no option: no agent step, nothing in the tasks' environment
+out=$(cd "$WORK" && timeout 60 "${RUNU[@]}" srun -N3 --ntasks-per-node=1 bash -c \
+	'echo "steps=$(squeue -s -h -j $SLURM_JOB_ID -o %j | grep -c nopfs-agent) preload=${LD_PRELOAD:-} socket=${NOPFS_SOCKET:-}"' | sort -u)
+if [[ $out == "steps=0 preload= socket=" ]]; then
+	echo "ok - a job without nopfs options: no agent step, no nopfs environment"
+else
+	echo "not ok - a job without nopfs options: $out"
+	fail=1
+fi
+exit "$fail"
