@@ -63,7 +63,8 @@ static nopfs_status signals_setup(sigset_t *wait_mask)
 }
 
 /* ------------------------------------------------------------------------
- * The log: a file when --log is given.
+ * The log: a file when --log is given; errors also go to stderr, where the
+ * agent step's srun collects them for the user.
  */
 
 static FILE *log_file;
@@ -82,6 +83,8 @@ static void log_to_file(nopfs_log_level level, const char *message, void *arg)
 	        local.tm_year + 1900, local.tm_mon + 1, local.tm_mday, local.tm_hour, local.tm_min,
 	        local.tm_sec, now.tv_nsec / 1000000, (long)getpid(), names[level], message);
 	fflush(log_file);
+	if (level == NOPFS_LOG_ERROR)
+		fprintf(stderr, "nopfs-agent: %s\n", message);
 	pthread_mutex_unlock(&log_lock);
 }
 

@@ -19,13 +19,7 @@ NOPFS_SPANK_PLUGIN=$(cd "$(dirname "$NOPFS_SPANK_PLUGIN")" && pwd)/spank_nopfs.s
 "$NC" up --nodes 3 >/dev/null
 
 PLUGIN_BIN=$PLUGIN_PREFIX/bin
-install -d -m 0755 "$PLUGIN_PREFIX" "$PLUGIN_BIN" "$PLUGIN_PREFIX/lib"
-for f in "$BUILDDIR/nopfs-agent" "$BUILDDIR/nopfs-report"; do
-	install -m 0755 "$f" "$PLUGIN_BIN/.${f##*/}.new"
-	mv -f "$PLUGIN_BIN/.${f##*/}.new" "$PLUGIN_BIN/${f##*/}"
-done
-install -m 0755 "$BUILDDIR/lib/.libs/libnopfs_preload.so" "$PLUGIN_PREFIX/lib/.new.so"
-mv -f "$PLUGIN_PREFIX/lib/.new.so" "$PLUGIN_PREFIX/lib/libnopfs_preload.so"
+"$SRCDIR/contrib/cluster/install-nopfs" "$BUILDDIR" "$PLUGIN_PREFIX"
 export UCX_TLS=tcp
 
 # wait_gone JOB: until JOB has left the queue (120 s at most)

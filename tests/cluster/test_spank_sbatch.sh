@@ -47,8 +47,10 @@ job=$(cd "$WORK" && timeout -k 5 300 "${RUNU[@]}" sbatch --parsable --wait -o "$
 job=${job%%;*}
 cat "$WORK/job.out"
 for _ in $(seq 1 100); do [[ -e $WORK/nopfs-$job.json ]] && break; sleep 0.1; done
-grep -q "srun 1 exit 0" "$WORK/job.out" && grep -q "srun 2 exit 0" "$WORK/job.out" ||
-	{ echo "not ok - an srun of the batch job failed"; fail=1; }
+if ! grep -q "srun 1 exit 0" "$WORK/job.out" || ! grep -q "srun 2 exit 0" "$WORK/job.out"; then
+	echo "not ok - an srun of the batch job failed"
+	fail=1
+fi
 grep -q "agent steps: 1" "$WORK/job.out" || { echo "not ok - not exactly one agent step"; fail=1; }
 if [[ -e $WORK/nopfs-$job.json ]]; then
 	for s in 1 2; do
@@ -94,6 +96,7 @@ else
 fi
 
 # no option: no agent step, nothing in the tasks' environment
+# shellcheck disable=SC2016 # expanded by the tasks' shell
 out=$(cd "$WORK" && timeout 60 "${RUNU[@]}" srun -N3 --ntasks-per-node=1 bash -c \
 	'echo "steps=$(squeue -s -h -j $SLURM_JOB_ID -o %j | grep -c nopfs-agent) preload=${LD_PRELOAD:-} socket=${NOPFS_SOCKET:-}"' | sort -u)
 if [[ $out == "steps=0 preload= socket=" ]]; then
