@@ -41,8 +41,9 @@ static const char *const env_names[OPT_COUNT] = {
 static int option_cb(int val, const char *optarg, int remote);
 
 static struct spank_option options[OPT_COUNT + 1] = {
-	{ "nopfs-dataset", "DIR", "nopfs: stage the dataset under DIR on the job's nodes (turns nopfs on)",
-	  1, OPT_DATASET, option_cb },
+	{ "nopfs-dataset", "DIR",
+	  "nopfs: stage the dataset under DIR on the job's nodes (turns nopfs on)", 1, OPT_DATASET,
+	  option_cb },
 	{ "nopfs-seed", "S", "nopfs: the DistributedSampler seed of the script (default 0)", 1,
 	  OPT_SEED, option_cb },
 	{ "nopfs-epochs", "E", "nopfs: epochs the script runs (default 1)", 1, OPT_EPOCHS,
