@@ -44,6 +44,7 @@ struct agent {
 	char socket_path[4096];
 	char ready_path[4096];
 	bool made_runtime_dir, made_stage_dir;
+	bool report_final;         /* the agent is done: the next report is its last */
 	char shared_catalog[4096]; /* node 0: the catalog it shared, removed at exit */
 };
 

@@ -86,6 +86,12 @@ static uint32_t look_for_reports(const struct agent *agent, uint32_t nodes, json
 			reports[n] =
 			        load_node_report(path, n, agent->options.job_id, why, sizeof(why));
 		}
+		/* A report written on SIGUSR1 while the node still serves: wait for its last. */
+		if (reports[n] && !last_look &&
+		    json_is_false(json_object_get(reports[n], "final"))) {
+			json_decref(reports[n]);
+			reports[n] = NULL;
+		}
 		if (reports[n])
 			found++;
 		else if (last_look)

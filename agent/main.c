@@ -423,6 +423,7 @@ out_watch:
 out_stage:
 	stage_fini(&agent.stage);
 	agent.phase_seconds[PHASE_DRAIN] = phase_end(&clock);
+	agent.report_final = true;
 	if (agent.job.catalog && report_write(&agent) != NOPFS_OK)
 		rc = 1;
 	if (agent.job.catalog && job_report_write(&agent) != NOPFS_OK)

@@ -149,6 +149,7 @@ json_t *report_json(struct agent *agent)
 	        (json_int_t)atomic_load(&stats->malformed_messages), "watch_overflows",
 	        (json_int_t)atomic_load(&stats->watch_overflows));
 	if (report) {
+		json_object_set_new(report, "final", json_boolean(agent->report_final));
 		json_object_set_new(report, "peers", peers_json(agent));
 		json_object_set_new(report, "rdma", rdma_devices_json());
 	}

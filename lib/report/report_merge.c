@@ -35,6 +35,7 @@ struct node_figures {
 	uint64_t mismatched;
 	const char *diagnosis; /* NULL: none */
 	uint64_t peer_timeouts, peer_errors, watch_overflows;
+	bool interim; /* written while the agent still ran ("final": false) */
 };
 
 static bool read_delivered(struct report_keys *keys, struct node_figures *f)
@@ -85,6 +86,7 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 	report_optional_uint(keys, "peers.errors", &f->peer_errors);
 	report_optional_uint(keys, "connections.watch_overflows", &f->watch_overflows);
 	f->diagnosis = json_is_string(diagnosis) ? json_string_value(diagnosis) : NULL;
+	f->interim = json_is_false(report_get(keys->report, "final"));
 	return keys->ok;
 }
 
@@ -288,6 +290,11 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            "node %" PRIu32 ": reads from other nodes: %" PRIu64
 			            " timeouts, %" PRIu64 " errors",
 			            n->node, n->peer_timeouts, n->peer_errors);
+		if (n->interim)
+			add_problem(problems,
+			            "node %" PRIu32 ": only an interim report (its agent did not "
+			            "finish): its figures stop there",
+			            n->node);
 		if (n->watch_overflows)
 			add_problem(problems,
 			            "node %" PRIu32

@@ -1,10 +1,18 @@
 # Shared by the plugin's cluster tests (sourced instead of cluster_test_lib.sh):
 # the cluster runs spank_nopfs.so from this build, with nopfs installed on
 # the PFS (bindir, preload) where every node and the submit host see it.
-# Sets PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh sets, and
-# UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory. Defines
-# wait_gone and nothing_left.
+# Sets PYTHON, PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh
+# sets, and UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory.
+# Defines job_dataset, wait_gone and nothing_left.
 # shellcheck shell=bash disable=SC2034 # the variables are for the sourcing test
+
+PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
+# A test that runs the PyTorch script sets PLUGIN_NEEDS_TORCH=1 first.
+if [[ ${PLUGIN_NEEDS_TORCH:-0} == 1 ]] && ! "$PYTHON" -c 'import torch, torchvision' 2>/dev/null; then
+	[[ ${NOPFS_REQUIRE_TORCH:-0} == 1 ]] && { echo "torch required"; exit 1; }
+	echo "SKIP: no torch"
+	exit 77
+fi
 
 PLUGIN_STATE=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}
 PLUGIN_PREFIX=$PLUGIN_STATE/pfs/nopfs
@@ -48,3 +56,12 @@ nothing_left() {
 	return "$rc"
 }
 
+
+# job_dataset SAMPLES CLASSES: $WORK/data (~100 KB samples) and $WORK/train.py,
+# readable by the test user
+job_dataset() {
+	cp "$SRCDIR/tests/agent/train.py" "$WORK/"
+	"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples "$1" --classes "$2" \
+		--mean 100K --sd 20K >/dev/null
+	chmod -R a+rX "$WORK"
+}

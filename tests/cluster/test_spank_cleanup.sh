@@ -8,20 +8,10 @@
 # remains on any node.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
-PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
-
-"$PYTHON" -c 'import torch, torchvision' 2>/dev/null || {
-	[[ ${NOPFS_REQUIRE_TORCH:-0} == 1 ]] && { echo "torch required"; exit 1; }
-	echo "SKIP: no torch"
-	exit 77
-}
+PLUGIN_NEEDS_TORCH=1
 # shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
 . "$(dirname "$0")/plugin_test_lib.sh"
-
-cp "$SRCDIR/tests/agent/train.py" "$WORK/"
-"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 600 --classes 6 \
-	--mean 100K --sd 20K >/dev/null
-chmod -R a+rX "$WORK"
+job_dataset 600 6
 fail=0
 
 # submit NAME SLEEP: a 3-node batch job of the script, each batch taking SLEEP s

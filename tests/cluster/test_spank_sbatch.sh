@@ -7,20 +7,10 @@
 # them, which gets no agent step.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
-PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
-
-"$PYTHON" -c 'import torch, torchvision' 2>/dev/null || {
-	[[ ${NOPFS_REQUIRE_TORCH:-0} == 1 ]] && { echo "torch required"; exit 1; }
-	echo "SKIP: no torch"
-	exit 77
-}
+PLUGIN_NEEDS_TORCH=1
 # shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
 . "$(dirname "$0")/plugin_test_lib.sh"
-
-cp "$SRCDIR/tests/agent/train.py" "$WORK/"
-"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 600 --classes 6 \
-	--mean 100K --sd 20K >/dev/null
-chmod -R a+rX "$WORK"
+job_dataset 600 6
 fail=0
 
 cat >"$WORK/job.sh" <<JOB
@@ -34,7 +24,7 @@ run() {
 run 1
 echo "srun 1 exit \$?"
 # the agents' reports so far (SIGUSR1), to tell the second srun's PFS reads apart
-srun --overlap -N3 --ntasks-per-node=1 pkill -USR1 -u \$(id -u) -f "^[^ ]*/nopfs-agent --job-id \$SLURM_JOB_ID "
+srun --overlap -N3 -n3 --ntasks-per-node=1 pkill -USR1 -u \$(id -u) -f "^[^ ]*/nopfs-agent --job-id \$SLURM_JOB_ID "
 sleep 1
 for f in nopfs-\$SLURM_JOB_ID.json.node-*; do cp "\$f" "after1.\${f##*.}"; done
 run 2
@@ -67,7 +57,9 @@ assert len(nodes) == 3, f"{len(nodes)} node reports after the first srun"
 first = sum(n["pfs"]["bytes"] - n["pfs"]["benchmark_bytes"] for n in nodes)
 second = report["pfs_bytes"] - first
 assert report["nodes_missing"] == [], report["nodes_missing"]
-assert report["delivered_total"]["samples"] == 2 * 1200, report["delivered_total"]
+assert report["delivered_total"]["samples"] == 2 * 1200, (
+    report["delivered_total"], report["problems"],
+    [(n["node"], n["fallbacks"], n["stream"]) for n in report["per_node"]])
 assert second <= 0.05 * S, f"the second srun read {second / S:.3f} x S from the PFS"
 print(f"ok - one agent step for two sruns; PFS: first srun {first / S:.2f} x S, "
       f"second {second / S:.3f} x S; {report['delivered_total']['samples']} samples delivered")
@@ -77,6 +69,27 @@ else
 	fail=1
 fi
 ls "$WORK"/nopfs-"$job".json.node-* 2>/dev/null && { echo "not ok - node reports left"; fail=1; }
+
+# Two sruns racing to be first: exactly one agent step, and both steps' tasks
+# get their node's agent.
+cat >"$WORK/race.sh" <<JOB
+#!/bin/bash
+#SBATCH -N3 --ntasks-per-node=2 --nopfs-dataset=$WORK/data
+for i in 1 2; do
+	srun -N3 -n3 --ntasks-per-node=1 sh -c 'echo "socket=\${NOPFS_SOCKET:-none}"' >race\$i.out &
+done
+wait
+echo "agent steps: \$(squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -c nopfs-agent)"
+JOB
+chmod 755 "$WORK/race.sh"
+(cd "$WORK" && timeout -k 5 120 "${RUNU[@]}" sbatch --wait -o "$WORK/race.out" "$WORK/race.sh" >/dev/null) || true
+served=$(cat "$WORK"/race[12].out 2>/dev/null | grep -c "^socket=/tmp/nopfs-" || true)
+if grep -q "agent steps: 1" "$WORK/race.out" && [[ $served == 6 ]]; then
+	echo "ok - two racing sruns: one agent step, all 6 tasks served"
+else
+	echo "not ok - two racing sruns: $(cat "$WORK/race.out"); $served of 6 tasks got an agent"
+	fail=1
+fi
 
 # salloc with the options, srun inside; the report lands in the srun's cwd.
 (cd "$WORK" && timeout -k 5 120 "${RUNU[@]}" salloc -N2 --ntasks-per-node=1 \

@@ -7,20 +7,10 @@
 # and nothing of the job may be left on any node.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
-PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
-
-"$PYTHON" -c 'import torch, torchvision' 2>/dev/null || {
-	[[ ${NOPFS_REQUIRE_TORCH:-0} == 1 ]] && { echo "torch required"; exit 1; }
-	echo "SKIP: no torch"
-	exit 77
-}
+PLUGIN_NEEDS_TORCH=1
 # shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
 . "$(dirname "$0")/plugin_test_lib.sh"
-
-cp "$SRCDIR/tests/agent/train.py" "$WORK/"
-"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 1500 --classes 15 \
-	--mean 100K --sd 20K >/dev/null
-chmod -R a+rX "$WORK"
+job_dataset 1500 15
 
 # Each node keeps 60 MB in RAM: one node cannot hold the ~150 MB dataset, three can.
 rc=0

@@ -54,6 +54,25 @@ static void write_report(uint32_t node, const char *job_id, json_int_t pfs)
 	json_decref(report);
 }
 
+/* Node @node's report with "final": @final (written on SIGUSR1 when false). */
+static void write_report_final(uint32_t node, json_int_t pfs, bool final)
+{
+	char path[PATH_MAX];
+	json_t *report = node_report(node, "job", pfs);
+
+	json_object_set_new(report, "final", json_boolean(final));
+	snprintf(path, sizeof(path), "%s/report-%u.json", work, node);
+	ck_assert_int_eq(nopfs_report_write(report, path, 0600, NULL), 0);
+	json_decref(report);
+}
+
+static void *finish_node_1(void *arg)
+{
+	usleep(300000);
+	write_report_final(1, 2000, true);
+	return NULL;
+}
+
 static void *write_later(void *arg)
 {
 	usleep(300000);
@@ -153,6 +172,38 @@ START_TEST(not_node_zero_or_not_asked)
 }
 END_TEST
 
+START_TEST(interim_reports_wait_for_the_last)
+{
+	char path[PATH_MAX];
+	pthread_t writer;
+	uint64_t started;
+	json_t *merged;
+
+	agent.options.merge_wait = 2;
+	agent.options.drop_node_reports = true;
+	write_report_final(1, 500, false); /* interim: node 1 still serves */
+	write_report_final(2, 700, false); /* interim, and node 2 never finishes */
+	ck_assert_int_eq(pthread_create(&writer, NULL, finish_node_1, NULL), 0);
+	started = now_ns();
+	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
+	ck_assert_uint_ge(now_ns() - started, 2000000000ull);
+	pthread_join(writer, NULL);
+	merged = merged_report();
+	/* node 1's last report, node 2's interim one, named as such */
+	ck_assert_int_eq(json_integer_value(json_object_get(merged, "pfs_bytes")),
+	                 1000 + 2000 + 700);
+	ck_assert_msg(strstr(json_dumps(json_object_get(merged, "problems"), 0),
+	                     "node 2: only an interim report"),
+	              "%s", json_dumps(json_object_get(merged, "problems"), 0));
+	json_decref(merged);
+	/* --drop-node-reports: the merged node reports are gone */
+	for (int n = 1; n <= 2; n++) {
+		snprintf(path, sizeof(path), "%s/report-%d.json", work, n);
+		ck_assert_int_eq(access(path, F_OK), -1);
+	}
+}
+END_TEST
+
 START_TEST(unwritable_output)
 {
 	agent.bootstrap.nodes = 1;
@@ -176,6 +227,7 @@ int main(void)
 	tcase_add_test(tc, all_there_no_wait);
 	tcase_add_test(tc, not_node_zero_or_not_asked);
 	tcase_add_test(tc, unwritable_output);
+	tcase_add_test(tc, interim_reports_wait_for_the_last);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
 	srunner_run_all(runner, CK_NORMAL);
