@@ -13,6 +13,7 @@
 #include "cluster.h"
 #include "log.h"
 #include "peer.h"
+#include "timing.h"
 
 /* Deadline of one remote read: past it, the PFS. */
 #define PEER_TIMEOUT_MS 1000
@@ -289,8 +290,36 @@ static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_
 		struct tier *tier = &agent->tiers.tier[t];
 		int64_t position = tier_position(tier, (uint32_t)sample);
 
-		if (position >= 0 && atomic_load(&tier->state[position]) == TIER_PRESENT)
+		if (position < 0)
+			continue;
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
 			return tier_read(tier, (uint64_t)position, buffer);
+		if ((uint64_t)position < tier->primary_count)
+			return NOPFS_ERR_AGAIN; /* ours to fetch: fill_for_peer() */
+	}
+	return NOPFS_ERR_NOT_FOUND;
+}
+
+/*
+ * A peer asked for a sample this node keeps the primary copy of but has not
+ * fetched yet: fetch it now (from the PFS, into its tier, as this node would
+ * anyway) rather than have the peer read the PFS too. Answering thread.
+ */
+static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint64_t size)
+{
+	struct agent *agent = arg;
+	struct timespec deadline = deadline_after_ms(PEER_TIMEOUT_MS);
+	for (unsigned int t = 0; t < agent->tiers.count; t++) {
+		struct tier *tier = &agent->tiers.tier[t];
+		int64_t position = tier_position(tier, (uint32_t)sample);
+		nopfs_status status;
+
+		if (position < 0 || (uint64_t)position >= tier->primary_count ||
+		    nopfs_catalog_size(agent->job.catalog, sample) != size)
+			continue;
+		status = tier_ensure(tier, (uint64_t)position, agent->job.catalog, buffer,
+		                     &agent->stats, &deadline, NULL);
+		return status == NOPFS_OK ? tier_read(tier, (uint64_t)position, buffer) : status;
 	}
 	return NOPFS_ERR_NOT_FOUND;
 }
@@ -318,6 +347,7 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 		.state_bytes = ram ? ram->primary_count : 0,
 		.present_value = TIER_PRESENT,
 		.serve = serve_peer,
+		.fill = fill_for_peer,
 		.serve_arg = agent,
 		.timeout_ms = PEER_TIMEOUT_MS,
 	};
@@ -394,8 +424,14 @@ bool cluster_read_from_peer(void *arg, uint32_t sample, void *buffer)
 	    node == job->node || !peer_plane_connected(agent->peers, node))
 		return false;
 	/* Every node runs the same tier list: tier 0 of a RAM-first list is RAM everywhere. */
-	if (tier == 0 && agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM)
-		return peer_plane_get(agent->peers, node, index, offset, buffer, size) == NOPFS_OK;
+	if (tier == 0 && agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM) {
+		nopfs_status status =
+		        peer_plane_get(agent->peers, node, index, offset, buffer, size);
+
+		/* Not there yet: ask; its node fetches it for both of us. */
+		if (status != NOPFS_ERR_NOT_FOUND)
+			return status == NOPFS_OK;
+	}
 	return peer_plane_fetch(agent->peers, node, sample, buffer, size) == NOPFS_OK;
 }
 

@@ -328,6 +328,8 @@ static bool config_is_valid(const struct peer_config *config)
 static void plane_free(struct peer_plane *plane)
 {
 	pthread_mutex_destroy(&plane->replies_lock);
+	pthread_cond_destroy(&plane->deferred_ready);
+	pthread_mutex_destroy(&plane->deferred_lock);
 	pthread_mutex_destroy(&plane->pending_lock);
 	pthread_mutex_destroy(&plane->nodes_lock);
 	free(plane);
@@ -349,6 +351,8 @@ nopfs_status peer_plane_create(const struct peer_config *config, struct peer_pla
 	pthread_mutex_init(&plane->nodes_lock, NULL);
 	pthread_mutex_init(&plane->pending_lock, NULL);
 	pthread_mutex_init(&plane->replies_lock, NULL);
+	pthread_mutex_init(&plane->deferred_lock, NULL);
+	pthread_cond_init(&plane->deferred_ready, NULL);
 
 	status = context_create(plane);
 	if (status != NOPFS_OK)
@@ -366,12 +370,18 @@ nopfs_status peer_plane_create(const struct peer_config *config, struct peer_pla
 	if (status == NOPFS_OK)
 		status = handler_set(plane, PEER_AM_RESPONSE, peer_fetch_answered);
 	if (status == NOPFS_OK)
-		status = progress_start(plane);
+		status = peer_answerer_start(plane);
 	if (status != NOPFS_OK)
 		goto out_free_record;
+	status = progress_start(plane);
+	if (status != NOPFS_OK)
+		goto out_stop_answerer;
 	*out = plane;
 	return NOPFS_OK;
 
+out_stop_answerer:
+	atomic_store(&plane->stopping, true);
+	peer_answerer_stop(plane);
 out_free_record:
 	free(plane->record_blobs);
 out_unmap_regions:
@@ -423,6 +433,7 @@ void peer_plane_destroy(struct peer_plane *plane)
 	if (!plane)
 		return;
 	atomic_store(&plane->stopping, true);
+	peer_answerer_stop(plane); /* may still need progress to send its answer */
 	progress_stop(plane);
 	peer_nodes_destroy(plane);
 	free(plane->record_blobs);

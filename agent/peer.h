@@ -33,12 +33,22 @@ struct peer_plane;
 
 /*
  * Answer a peer's request for @sample: copy its bytes into @buffer (room for
- * @size bytes) and return NOPFS_OK, or NOPFS_ERR_NOT_FOUND when this agent
- * does not have it (yet). Called from the progress thread: must not block
- * for long (the plane answers nothing else meanwhile) and must not call
+ * @size bytes) and return NOPFS_OK; NOPFS_ERR_AGAIN when this agent keeps
+ * the sample but has not fetched it yet (the plane then answers later, from
+ * a thread of its own, through the fill callback); NOPFS_ERR_NOT_FOUND when
+ * it does not keep it. Called from the progress thread: must not block for
+ * long (the plane answers nothing else meanwhile) and must not call
  * peer_plane_*() functions.
  */
 typedef nopfs_status (*peer_serve_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size);
+
+/*
+ * Fetch @sample, which serve said this agent keeps but does not have yet,
+ * and copy its @size bytes into @buffer (e.g. read it from the PFS into the
+ * tier that keeps it). May block, within the plane's deadline: the asker
+ * gives up after timeout_ms. Called from the plane's answering thread.
+ */
+typedef nopfs_status (*peer_fill_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size);
 
 struct peer_config {
 	uint32_t node;  /* this agent's node index, for messages */
@@ -48,8 +58,9 @@ struct peer_config {
 	size_t state_bytes;
 	uint8_t present_value; /* a state byte equal to this means "present" */
 	peer_serve_fn serve;   /* for requests; may be NULL (answers "not available") */
-	void *serve_arg;
-	int timeout_ms; /* deadline of every remote operation, > 0 */
+	peer_fill_fn fill;     /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
+	void *serve_arg;       /* of both */
+	int timeout_ms;        /* deadline of every remote operation, > 0 */
 };
 
 /*

@@ -107,6 +107,12 @@ struct peer_counters {
 };
 
 /* A buffer for one answer: the header and room for the bytes. */
+struct peer_deferred {
+	struct peer_deferred *next;
+	uint64_t id, sample, size;
+	uint32_t asker;
+};
+
 struct peer_reply {
 	struct peer_plane *plane;
 	struct peer_reply *next; /* among the spares */
@@ -140,6 +146,13 @@ struct peer_plane {
 	pthread_mutex_t replies_lock; /* spare reply buffers */
 	struct peer_reply *spares;
 	unsigned int spare_count;
+
+	pthread_mutex_t deferred_lock; /* requests waiting for the fill callback */
+	pthread_cond_t deferred_ready;
+	struct peer_deferred *deferred, *deferred_last;
+	unsigned int deferred_count;
+	pthread_t answerer; /* answers them, when there is a fill callback */
+	bool answerer_started;
 
 	struct peer_counters counters;
 };
@@ -211,5 +224,8 @@ ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_le
 ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_length, void *data,
                                 size_t length, const ucp_am_recv_param_t *param);
 void peer_serve_destroy(struct peer_plane *plane);
+/* The thread answering deferred requests (only with a fill callback). */
+nopfs_status peer_answerer_start(struct peer_plane *plane);
+void peer_answerer_stop(struct peer_plane *plane);
 
 #endif

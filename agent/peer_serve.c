@@ -3,6 +3,11 @@
  * fills a reply buffer, which goes back on the asker's reply endpoint with
  * the request's id. A few spare buffers are kept (the largest ones), so
  * answering large samples does not map and fault in fresh memory each time.
+ *
+ * A request for a sample this agent keeps but has not fetched yet is
+ * deferred to the answering thread, which has the fill callback fetch it
+ * (blocking is allowed there) and answers on this agent's own connection to
+ * the asker (responses are matched by id, whatever endpoint they come on).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -12,6 +17,7 @@
 #include "peer_internal.h"
 
 #define PEER_REPLY_SPARES 4
+#define PEER_DEFERRED_MAX 1024 /* more waiting: answered "not available" */
 
 /* A buffer with room for @size bytes; NULL if out of memory. */
 static struct peer_reply *reply_get(struct peer_plane *plane, uint64_t size)
@@ -106,7 +112,43 @@ static bool is_serving(struct peer_plane *plane)
 	return plane->config.serve && !atomic_load(&plane->stopping);
 }
 
-/* Fill @reply for @request: the bytes (their count) or not available (0). */
+/* Queue @request for the answering thread; false if it cannot take it. */
+static bool defer(struct peer_plane *plane, const struct peer_request *request)
+{
+	struct peer_deferred *deferred;
+
+	if (!plane->answerer_started)
+		return false;
+	deferred = malloc(sizeof(*deferred));
+	if (!deferred)
+		return false;
+	*deferred = (struct peer_deferred){
+		.id = request->id,
+		.sample = request->sample,
+		.size = request->size,
+		.asker = request->asker,
+	};
+	pthread_mutex_lock(&plane->deferred_lock);
+	if (plane->deferred_count >= PEER_DEFERRED_MAX) {
+		pthread_mutex_unlock(&plane->deferred_lock);
+		free(deferred);
+		return false;
+	}
+	if (plane->deferred_last)
+		plane->deferred_last->next = deferred;
+	else
+		plane->deferred = deferred;
+	plane->deferred_last = deferred;
+	plane->deferred_count++;
+	pthread_cond_signal(&plane->deferred_ready);
+	pthread_mutex_unlock(&plane->deferred_lock);
+	return true;
+}
+
+/*
+ * Fill @reply for @request: the bytes (their count), not available (0), or
+ * UINT64_MAX when the request was deferred (no reply now).
+ */
 static uint64_t answer(struct peer_plane *plane, const struct peer_request *request,
                        struct peer_reply *reply)
 {
@@ -122,6 +164,10 @@ static uint64_t answer(struct peer_plane *plane, const struct peer_request *requ
 	status = plane->config.serve(plane->config.serve_arg, request->sample, reply->data,
 	                             request->size);
 	if (status == NOPFS_ERR_NOT_FOUND)
+		return 0;
+	if (status == NOPFS_ERR_AGAIN && defer(plane, request))
+		return UINT64_MAX;
+	if (status == NOPFS_ERR_AGAIN)
 		return 0;
 	if (status != NOPFS_OK) {
 		nopfs_error("node %u: serving sample %" PRIu64 " to node %u: %s",
@@ -141,6 +187,7 @@ ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_len
 	struct peer_plane *plane = arg;
 	struct peer_request request;
 	struct peer_reply *reply;
+	uint64_t bytes;
 
 	if (header_length != sizeof(request)) {
 		nopfs_error("node %u: dropped a malformed request (%zu-byte header)",
@@ -163,8 +210,111 @@ ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_len
 		if (!reply)
 			return UCS_OK;
 	}
-	send_reply(plane, param->reply_ep, reply, answer(plane, &request, reply));
+	bytes = answer(plane, &request, reply);
+	if (bytes == UINT64_MAX)
+		reply_put(reply); /* the answering thread replies */
+	else
+		send_reply(plane, param->reply_ep, reply, bytes);
 	return UCS_OK;
+}
+
+/* Fetch a deferred request's sample and answer the asker on our connection. */
+static void answer_deferred(struct peer_plane *plane, const struct peer_deferred *deferred)
+{
+	struct peer_reply *reply = reply_get(plane, deferred->size);
+	struct peer_node *asker = peer_node_find(plane, deferred->asker);
+	struct peer_conn *conn;
+	uint64_t bytes = 0;
+
+	if (!reply)
+		return; /* the asker's deadline passes: it reads the PFS */
+	reply->header = (struct peer_response){
+		.id = deferred->id,
+		.answer = PEER_ANSWER_NOT_AVAILABLE,
+		.owner = plane->config.node,
+	};
+	if (is_serving(plane) && plane->config.fill(plane->config.serve_arg, deferred->sample,
+	                                            reply->data, deferred->size) == NOPFS_OK) {
+		reply->header.answer = PEER_ANSWER_BYTES;
+		bytes = deferred->size;
+	}
+	if (!asker || peer_node_acquire(plane, asker, &conn) != NOPFS_OK) {
+		reply_put(reply);
+		return;
+	}
+	if (peer_conn_lock(conn) != NOPFS_OK) {
+		reply_put(reply);
+	} else {
+		send_reply(plane, conn->ep, reply, bytes);
+		peer_conn_unlock(conn);
+		if (bytes) {
+			peer_count(plane, served, 1);
+			peer_count(plane, served_bytes, bytes);
+		}
+	}
+	peer_conn_put(conn);
+}
+
+static void *answerer_main(void *arg)
+{
+	struct peer_plane *plane = arg;
+
+	pthread_mutex_lock(&plane->deferred_lock);
+	for (;;) {
+		struct peer_deferred *deferred;
+
+		while (!plane->deferred && !atomic_load(&plane->stopping))
+			pthread_cond_wait(&plane->deferred_ready, &plane->deferred_lock);
+		if (atomic_load(&plane->stopping))
+			break;
+		deferred = plane->deferred;
+		plane->deferred = deferred->next;
+		if (!plane->deferred)
+			plane->deferred_last = NULL;
+		plane->deferred_count--;
+		pthread_mutex_unlock(&plane->deferred_lock);
+		answer_deferred(plane, deferred);
+		free(deferred);
+		pthread_mutex_lock(&plane->deferred_lock);
+	}
+	pthread_mutex_unlock(&plane->deferred_lock);
+	return NULL;
+}
+
+nopfs_status peer_answerer_start(struct peer_plane *plane)
+{
+	int rc;
+
+	if (!plane->config.fill || !plane->config.serve)
+		return NOPFS_OK;
+	rc = pthread_create(&plane->answerer, NULL, answerer_main, plane);
+	if (rc != 0) {
+		nopfs_error("node %u: cannot start the answering thread: %s", plane->config.node,
+		            strerror(rc));
+		return nopfs_status_from_errno(rc);
+	}
+	plane->answerer_started = true;
+	return NOPFS_OK;
+}
+
+/* With plane->stopping set: the answer being made is finished, the rest dropped. */
+void peer_answerer_stop(struct peer_plane *plane)
+{
+	if (plane->answerer_started) {
+		pthread_mutex_lock(&plane->deferred_lock);
+		pthread_cond_broadcast(&plane->deferred_ready);
+		pthread_mutex_unlock(&plane->deferred_lock);
+		pthread_join(plane->answerer, NULL);
+		plane->answerer_started = false;
+	}
+	while (plane->deferred) {
+		struct peer_deferred *deferred = plane->deferred;
+
+		plane->deferred = deferred->next;
+		free(deferred);
+	}
+	plane->deferred_last = NULL;
+	plane->deferred_count = 0;
 }
 
 /* After the worker is gone: no answer is in flight any more. */

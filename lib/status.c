@@ -36,6 +36,8 @@ const char *nopfs_status_string(nopfs_status status)
 		return "not supported";
 	case NOPFS_ERR_INTERNAL:
 		return "internal error";
+	case NOPFS_ERR_AGAIN:
+		return "not there yet";
 	}
 	return "unknown status";
 }

@@ -23,6 +23,7 @@ typedef enum nopfs_status {
 	NOPFS_ERR_TIMEOUT = -11,     /* a deadline passed */
 	NOPFS_ERR_UNSUPPORTED = -12, /* not possible here */
 	NOPFS_ERR_INTERNAL = -13,    /* broken invariant: a bug */
+	NOPFS_ERR_AGAIN = -14,       /* not there yet: it will be */
 } nopfs_status;
 
 /* A static, human-readable description of a status; never NULL. */

@@ -287,6 +287,65 @@ START_TEST(fetch_not_available)
 }
 END_TEST
 
+START_TEST(fetch_of_unfetched_sample_filled_by_owner)
+{
+	uint64_t size = sample_sizes[ABSENT];
+	unsigned char *dest = calloc(1, size);
+	struct peer_stats asker, owner;
+	struct pair pair;
+
+	pair_start(&pair, TIMEOUT_MS);
+	pair.store[1].defer_absent = true;
+	pair.store[1].fill_delay_ms = 50;
+	/* the get finds it absent; the request makes its owner fetch it, once */
+	ck_assert_int_eq(get_sample(pair.plane[0], 1, &pair.store[1], ABSENT, dest),
+	                 NOPFS_ERR_NOT_FOUND);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, ABSENT, dest, size), NOPFS_OK);
+	ck_assert_msg(sample_is_right(ABSENT, dest), "filled sample wrong");
+	ck_assert_uint_eq(atomic_load(&pair.store[1].fills), 1);
+	memset(dest, 0, size);
+	ck_assert_int_eq(get_sample(pair.plane[0], 1, &pair.store[1], ABSENT, dest), NOPFS_OK);
+	ck_assert_msg(sample_is_right(ABSENT, dest), "sample wrong once present");
+	ck_assert_uint_eq(atomic_load(&pair.store[1].fills), 1);
+	peer_plane_stats(pair.plane[0], &asker);
+	peer_plane_stats(pair.plane[1], &owner);
+	ck_assert_uint_eq(asker.requests, 1);
+	ck_assert_uint_eq(owner.served, 1);
+	ck_assert_uint_eq(owner.served_bytes, size);
+	free(dest);
+	pair_stop(&pair);
+}
+END_TEST
+
+START_TEST(fetch_of_unfetched_sample_fill_fails_or_is_late)
+{
+	uint64_t size = sample_sizes[ABSENT];
+	unsigned char *dest = calloc(1, size);
+	struct peer_stats asker;
+	struct pair pair;
+	double start;
+
+	pair_start(&pair, DEADLINE_MS);
+	pair.store[1].defer_absent = true;
+	pair.store[1].fill_fails = true;
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, ABSENT, dest, size),
+	                 NOPFS_ERR_NOT_FOUND);
+	/* a fill slower than the asker's deadline: it gives up in time */
+	pair.store[1].fill_fails = false;
+	pair.store[1].fill_delay_ms = 2 * DEADLINE_MS;
+	start = now_ms();
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, ABSENT, dest, size), NOPFS_ERR_TIMEOUT);
+	ck_assert_double_lt(now_ms() - start, DEADLINE_MS + SLACK_MS);
+	peer_plane_stats(pair.plane[0], &asker);
+	ck_assert_uint_eq(asker.not_available, 1);
+	ck_assert_uint_eq(asker.timeouts, 1);
+	/* the late answer is dropped; destroying waits for the fill under way */
+	free(dest);
+	pair_stop(&pair);
+	ck_assert_uint_eq(atomic_load(&pair.store[1].fills), 2);
+}
+END_TEST
+
 START_TEST(fetch_without_serve_callback)
 {
 	struct peer_plane *asker, *bare;
@@ -403,6 +462,8 @@ static Suite *peer_suite(void)
 	tcase_add_test(plane, get_outside_regions_refused);
 	tcase_add_test(plane, fetch_served_by_callback);
 	tcase_add_test(plane, fetch_not_available);
+	tcase_add_test(plane, fetch_of_unfetched_sample_filled_by_owner);
+	tcase_add_test(plane, fetch_of_unfetched_sample_fill_fails_or_is_late);
 	tcase_add_test(plane, fetch_without_serve_callback);
 	tcase_add_test(plane, connect_to_oneself);
 	tcase_add_test(plane, concurrent_gets_and_fetches);

@@ -45,6 +45,11 @@ struct store {
 	unsigned char state[SAMPLES];
 	unsigned int serve_delay_ms; /* the serve callback sleeps this long first */
 	atomic_uint served;
+	/* ABSENT is kept here but not fetched yet: serve defers it to fill */
+	bool defer_absent;
+	unsigned int fill_delay_ms; /* fill "reads the PFS" this long */
+	bool fill_fails;
+	atomic_uint fills;
 };
 
 /* The byte @i of @sample: differs between samples and positions. */
@@ -67,6 +72,10 @@ static inline void store_init(struct store *store)
 	}
 	store->serve_delay_ms = 0;
 	atomic_init(&store->served, 0);
+	store->defer_absent = false;
+	store->fill_delay_ms = 0;
+	store->fill_fails = false;
+	atomic_init(&store->fills, 0);
 }
 
 static inline void store_fini(struct store *store)
@@ -89,10 +98,27 @@ static inline nopfs_status store_serve(void *arg, uint64_t sample, void *buffer,
 
 	if (store->serve_delay_ms)
 		usleep(store->serve_delay_ms * 1000u);
-	if (sample >= SAMPLES || store->state[sample] != PRESENT || size != sample_sizes[sample])
+	if (sample >= SAMPLES || size != sample_sizes[sample])
 		return NOPFS_ERR_NOT_FOUND;
+	if (store->state[sample] != PRESENT)
+		return store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
 	memcpy(buffer, store->ram + store->offsets[sample], size);
 	atomic_fetch_add(&store->served, 1);
+	return NOPFS_OK;
+}
+
+/* The owner fetches a sample it keeps (here: marks it present) and copies it. */
+static inline nopfs_status store_fill(void *arg, uint64_t sample, void *buffer, uint64_t size)
+{
+	struct store *store = arg;
+
+	if (store->fill_delay_ms)
+		usleep(store->fill_delay_ms * 1000u);
+	atomic_fetch_add(&store->fills, 1);
+	if (store->fill_fails)
+		return NOPFS_ERR_IO;
+	store->state[sample] = PRESENT;
+	memcpy(buffer, store->ram + store->offsets[sample], size);
 	return NOPFS_OK;
 }
 
@@ -112,6 +138,7 @@ static inline struct peer_plane *plane_start(uint32_t node, struct store *store,
 		config.state_base = store->state;
 		config.state_bytes = SAMPLES;
 		config.serve = store_serve;
+		config.fill = store_fill;
 		config.serve_arg = store;
 	}
 	ck_assert_int_eq(peer_plane_create(&config, &plane), NOPFS_OK);
