@@ -58,65 +58,25 @@ static void remove_in(const char *directory, const char *name, uid_t uid)
 	close(fd);
 }
 
-/* Is process @pid an nopfs-agent of @job owned by @uid? */
-static bool is_job_agent(const char *pid, const char *job, uid_t uid)
+static void kill_agent(pid_t pid, void *arg)
 {
-	char path[300], cmdline[4096];
-	struct stat st;
-	ssize_t length;
-	bool found = false;
-	int fd;
+	int *killed = arg;
 
-	snprintf(path, sizeof(path), "/proc/%s", pid);
-	if (stat(path, &st) != 0 || st.st_uid != uid)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	length = read(fd, cmdline, sizeof(cmdline) - 1);
-	close(fd);
-	if (length <= 0)
-		return false;
-	cmdline[length] = '\0';
-	if (!strstr(cmdline, "nopfs-agent"))
-		return false;
-	for (ssize_t at = 0; at < length; at += (ssize_t)strlen(cmdline + at) + 1)
-		if (strcmp(cmdline + at, "--job-id") == 0 && at + 9 < length &&
-		    strcmp(cmdline + at + 9, job) == 0)
-			found = true;
-	return found;
-}
-
-static int kill_agents(const char *job, uid_t uid)
-{
-	struct dirent *entry;
-	DIR *proc = opendir("/proc");
-	int killed = 0;
-
-	if (!proc)
-		return 0;
-	while ((entry = readdir(proc)))
-		if (entry->d_name[0] >= '1' && entry->d_name[0] <= '9' &&
-		    is_job_agent(entry->d_name, job, uid) &&
-		    kill((pid_t)atol(entry->d_name), SIGKILL) == 0)
-			killed++;
-	closedir(proc);
-	return killed;
+	if (kill(pid, SIGKILL) == 0)
+		(*killed)++;
 }
 
 void epilog_clean(spank_t sp)
 {
-	char job_text[32], name[64];
+	char name[64];
 	uint32_t job = 0;
 	uid_t uid = 0;
-	int killed;
+	int killed = 0;
 
 	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || uid == 0)
 		return;
-	snprintf(job_text, sizeof(job_text), "%u", job);
-	killed = kill_agents(job_text, uid);
+	agents_of_job(job, uid, kill_agent, &killed);
 	if (killed > 0) {
 		slurm_info(PLUGIN_NAME ": job %u: killed %d leftover agent process(es)", job,
 		           killed);

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <slurm/spank.h>
 
 #define PLUGIN_NAME "nopfs"
@@ -71,6 +72,12 @@ int launch_agents(spank_t sp);
 void report_print(spank_t sp);
 /* tasks.c (slurmstepd): wait for the node's agent; the task environment. */
 int tasks_prepare(spank_t sp);
+/*
+ * agents.c: call @each (may be NULL) for every agent process of @job owned
+ * by @uid on this node; how many there are, -1 if /proc cannot be read.
+ */
+int agents_of_job(uint32_t job, uid_t uid, void (*each)(pid_t pid, void *arg), void *arg);
+
 /* epilog.c (slurmd, root): remove what the job left on this node. */
 void epilog_clean(spank_t sp);
 

@@ -6,7 +6,6 @@
  * never comes, or is gone, leaves the tasks reading the PFS, with one
  * warning per node.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -24,38 +23,7 @@
 /* Is an nopfs-agent of @job running on this node (as this user)? */
 static bool agent_running(unsigned int job)
 {
-	char wanted[32], path[300], cmdline[4096];
-	struct dirent *entry;
-	bool found = false;
-	DIR *proc = opendir("/proc");
-
-	if (!proc)
-		return true; /* cannot tell: keep waiting */
-	snprintf(wanted, sizeof(wanted), "%u", job);
-	while (!found && (entry = readdir(proc))) {
-		ssize_t length;
-		int fd;
-
-		if (entry->d_name[0] < '0' || entry->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/cmdline", entry->d_name);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		length = read(fd, cmdline, sizeof(cmdline) - 1);
-		close(fd);
-		if (length <= 0)
-			continue;
-		cmdline[length] = '\0';
-		if (!strstr(cmdline, "nopfs-agent"))
-			continue;
-		for (ssize_t at = 0; at < length; at += (ssize_t)strlen(cmdline + at) + 1)
-			if (strcmp(cmdline + at, "--job-id") == 0 && at + 9 < length &&
-			    strcmp(cmdline + at + 9, wanted) == 0)
-				found = true;
-	}
-	closedir(proc);
-	return found;
+	return agents_of_job(job, getuid(), NULL, NULL) != 0; /* -1: cannot tell, keep waiting */
 }
 
 /* Wait for /tmp/nopfs-JOB/ready: 0 ready, -1 not within @timeout seconds or gone. */

@@ -3,7 +3,10 @@ lines tests/agent/train.py writes) has the dataset's bytes, and, given the
 job report, that it accounts for them.
 
 usage: check_job.py --data DIR --outs GLOB --samples N [--report FILE] [--pfs-bound X]
---pfs-bound (x dataset, default 1.5) applies when no peer failed.
+                    [--pfs-watch FILE]
+--pfs-bound (x dataset, default 1.5) applies when no peer failed. --pfs-watch:
+pfs_watch.py's independent count of the dataset's reads, which must agree
+with the agents' own (job reads plus self-benchmark) within 1%.
 """
 import argparse
 import glob
@@ -19,6 +22,7 @@ parser.add_argument("--outs", required=True)
 parser.add_argument("--samples", type=int, required=True)
 parser.add_argument("--report")
 parser.add_argument("--pfs-bound", type=float, default=1.5)
+parser.add_argument("--pfs-watch")
 args = parser.parse_args()
 
 ds = ImageFolder(args.data, loader=lambda p: p, is_valid_file=lambda p: p.endswith(".JPEG"))
@@ -52,6 +56,15 @@ peers = [n.get("peers") or {} for n in report["per_node"]]
 failures = sum(p.get("timeouts", 0) + p.get("errors", 0) for p in peers)
 if failures == 0:
     assert pfs <= args.pfs_bound * S, f"the job read {pfs / S:.2f} x S from the PFS"
+watched = ""
+if args.pfs_watch:
+    watch = json.load(open(args.pfs_watch))
+    agents = pfs + report["benchmark_bytes"]
+    assert abs(watch["bytes"] - agents) <= 0.01 * agents, (
+        f"inotify saw {watch['bytes']} bytes opened on the PFS, the agents report {agents} "
+        f"({pfs} for the job, {report['benchmark_bytes']} for the self-benchmark)")
+    watched = (f"; inotify independently: {watch['opens']} opens, "
+               f"{(watch['bytes'] - report['benchmark_bytes']) / S:.2f} x S for the job")
 print(f"ok - {checked} samples correct; {nodes} nodes reported; PFS read {pfs / S:.2f} x S "
-      f"({report['vs_naive']:.2f} x the naive loader); {failures} peer failures; "
+      f"({report['vs_naive']:.2f} x the naive loader){watched}; {failures} peer failures; "
       f"problems: {report['problems'] or 'none'}")

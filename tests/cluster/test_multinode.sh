@@ -128,7 +128,7 @@ failures = sum(p["timeouts"] + p["errors"] for p in planes.values())
 # A peer too slow (a loaded machine) is left for the PFS: only a data plane
 # without failures must keep the job near one read of the dataset.
 if mode == "normal" and failures == 0:
-    assert pfs < 1.5 * S, f"the job read {pfs / S:.2f} x S from the PFS with peers on"
+    assert pfs <= 1.02 * S, f"the job read {pfs / S:.2f} x S from the PFS with peers on"
 print(f"ok - 3 agents planned together ({planned / S:.2f} x S kept across nodes); "
       f"{checked} samples correct; {peer_gets} samples from peers; "
       f"{failures} peer failures; PFS read {pfs / S:.2f} x S ({mode})")

@@ -12,12 +12,18 @@ PLUGIN_NEEDS_TORCH=1
 . "$(dirname "$0")/plugin_test_lib.sh"
 job_dataset 1500 15
 
+# Every open of a sample file on the PFS, counted independently of nopfs.
+"$PYTHON" "$SRCDIR/tests/cluster/pfs_watch.py" "$WORK/data" "$WORK/watch.json" &
+watcher=$!
+for _ in $(seq 1 100); do [[ -e $WORK/watch.json.ready ]] && break; sleep 0.05; done
 # Each node keeps 60 MB in RAM: one node cannot hold the ~150 MB dataset, three can.
 rc=0
 (cd "$WORK" && timeout -k 5 300 "${RUNU[@]}" srun -N3 --ntasks-per-node=2 \
 	--nopfs-dataset="$WORK/data" --nopfs-seed=42 --nopfs-epochs=3 --nopfs-tiers=ram:60M \
 	"$PYTHON" train.py --data "$WORK/data" --seed 42 --epochs 3 --workers 2 \
 	--out "$WORK/out-%r.txt" >"$WORK/srun.out" 2>"$WORK/srun.err") || rc=$?
+kill -TERM "$watcher"
+wait "$watcher" || { echo "not ok - the PFS watcher failed"; exit 1; }
 cat "$WORK/srun.err"
 ((rc == 0)) || { echo "not ok - srun exited $rc"; exit 1; }
 job=$(sed -n 's/.*nopfs: job report: .*nopfs-\([0-9]*\)\.json$/\1/p' "$WORK/srun.err")
@@ -33,5 +39,5 @@ if ls "$WORK"/nopfs-"$job".json.node-* 2>/dev/null; then
 fi
 
 "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/out-*.txt" \
-	--samples 4500 --report "$WORK/nopfs-$job.json"
+	--samples 4500 --report "$WORK/nopfs-$job.json" --pfs-watch "$WORK/watch.json" --pfs-bound 1.02
 ((left == 0))

@@ -1,0 +1,79 @@
+/*
+ * The agent processes of a job on this node, found in /proc by their
+ * command line (".../nopfs-agent --job-id JOB ..."). "On this node" means
+ * in this process's mount namespace: on a real node that is every process,
+ * while on a test cluster of namespaces in one machine it tells the nodes
+ * apart (their PID namespace is shared).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugin.h"
+
+static bool same_mount_namespace(const char *pid)
+{
+	char path[300];
+	struct stat mine, theirs;
+
+	snprintf(path, sizeof(path), "/proc/%s/ns/mnt", pid);
+	if (stat("/proc/self/ns/mnt", &mine) != 0 || stat(path, &theirs) != 0)
+		return false;
+	return mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
+}
+
+/* Is /proc/@pid an nopfs-agent of @job (as text) owned by @uid? */
+static bool is_job_agent(const char *pid, const char *job, uid_t uid)
+{
+	char path[300], cmdline[4096];
+	struct stat st;
+	ssize_t length;
+	bool found = false;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%s", pid);
+	if (stat(path, &st) != 0 || st.st_uid != uid)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	length = read(fd, cmdline, sizeof(cmdline) - 1);
+	close(fd);
+	if (length <= 0)
+		return false;
+	cmdline[length] = '\0';
+	if (!strstr(cmdline, "nopfs-agent"))
+		return false;
+	for (ssize_t at = 0; at < length; at += (ssize_t)strlen(cmdline + at) + 1)
+		if (strcmp(cmdline + at, "--job-id") == 0 && at + 9 < length &&
+		    strcmp(cmdline + at + 9, job) == 0)
+			found = true;
+	return found && same_mount_namespace(pid);
+}
+
+int agents_of_job(uint32_t job, uid_t uid, void (*each)(pid_t pid, void *arg), void *arg)
+{
+	struct dirent *entry;
+	char text[32];
+	DIR *proc = opendir("/proc");
+	int count = 0;
+
+	if (!proc)
+		return -1;
+	snprintf(text, sizeof(text), "%u", job);
+	while ((entry = readdir(proc))) {
+		if (entry->d_name[0] < '1' || entry->d_name[0] > '9' ||
+		    !is_job_agent(entry->d_name, text, uid))
+			continue;
+		count++;
+		if (each)
+			each((pid_t)atol(entry->d_name), arg);
+	}
+	closedir(proc);
+	return count;
+}
