@@ -3,7 +3,7 @@
 # the PFS (bindir, preload) where every node and the submit host see it.
 # Sets PYTHON, PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh
 # sets, and UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory.
-# Defines job_dataset, wait_gone and nothing_left.
+# Defines job_dataset, wait_gone, nothing_left and node_agent.
 # shellcheck shell=bash disable=SC2034 # the variables are for the sourcing test
 
 PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
@@ -64,4 +64,13 @@ job_dataset() {
 	"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples "$1" --classes "$2" \
 		--mean 100K --sd 20K >/dev/null
 	chmod -R a+rX "$WORK"
+}
+
+# node_agent NODE JOB: the PID of JOB's agent on NODE (the nodes of the test
+# cluster share one PID namespace: the node's is the one in its mount namespace)
+node_agent() {
+	# shellcheck disable=SC2016 # expanded by the node's shell
+	"$NC" exec-node "$1" sh -c 'for p in $(pgrep -f "^[^ ]*/nopfs-agent --job-id $0 "); do
+		if [ "$(readlink /proc/$p/ns/mnt)" = "$(readlink /proc/self/ns/mnt)" ]; then echo "$p"; fi
+	done' "$2"
 }

@@ -2,8 +2,10 @@
 # Things going wrong mid-run, on the real cluster as the test user:
 #  1. SIGKILL of one node's agent: the job still completes with every byte
 #     right (that node's tasks, and the others' requests for what it kept,
-#     go to the PFS);
-#  2. scancel of a running job.
+#     go to the PFS at once), and the job report names the node;
+#  2. one node's agent stopped (SIGSTOP) for 3 s: the others' reads from it
+#     pass their 1 s deadline and go to the PFS; the job completes right;
+#  3. scancel of a running job.
 # After each job, no process, file or shared-memory directory of the job
 # remains on any node.
 # Exit: 0 pass, 1 fail, 77 skip.
@@ -39,11 +41,16 @@ wait_agents() {
 	return 1
 }
 
-# 1. SIGKILL of node n2's agent once the agents are ready
+# 1. SIGKILL of node n2's agent a second into the run
 job=$(submit killed 0.2)
-if wait_agents "$job" && sleep 2; then
-	"$NC" exec-node n2 pkill -KILL -f "nopfs-agent --job-id $job " || true
-	echo "killed the agent of job $job on n2"
+if wait_agents "$job" && sleep 1; then
+	pid=$(node_agent n2 "$job")
+	if kill -KILL "$pid"; then
+		echo "killed the agent of job $job on n2 (pid $pid)"
+	else
+		echo "not ok - no agent of job $job on n2 to kill ($pid)"
+		fail=1
+	fi
 else
 	echo "not ok - the agents of job $job never got ready"
 	fail=1
@@ -53,9 +60,48 @@ cat "$WORK/killed.out"
 grep -q "srun exit 0" "$WORK/killed.out" || { echo "not ok - the job failed after an agent died"; fail=1; }
 "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/killed-*.txt" \
 	--samples 1800 || fail=1
+"$PYTHON" - "$WORK/nopfs-$job.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["nodes_missing"] == [1], f"missing nodes {r['nodes_missing']}, expected [1]"
+assert any("node 1" in p for p in r["problems"]), r["problems"]
+# the others gave up on node 1 at once or within the 1 s deadline
+assert r["stall"]["max_seconds"] < 3, r["stall"]
+print(f"ok - the job report names node 1 as missing; longest wait "
+      f"{r['stall']['max_seconds'] * 1000:.0f} ms")
+PY
 nothing_left "$job" && echo "ok - nothing of job $job is left on the nodes" || fail=1
 
-# 2. scancel once the agents are ready
+# 2. node n3's agent stopped for 3 s as the others start reading from it
+job=$(submit stopped 0.2)
+if wait_agents "$job"; then
+	pid=$(node_agent n3 "$job")
+	if kill -STOP "$pid"; then
+		sleep 3
+		kill -CONT "$pid"
+		echo "stopped the agent of job $job on n3 (pid $pid) for 3 s"
+	else
+		echo "not ok - no agent of job $job on n3 to stop ($pid)"
+		fail=1
+	fi
+else
+	echo "not ok - the agents of job $job never got ready"
+	fail=1
+fi
+wait_gone "$job" || { echo "not ok - job $job did not end"; fail=1; }
+grep -q "srun exit 0" "$WORK/stopped.out" || { echo "not ok - the job failed"; cat "$WORK/stopped.out"; fail=1; }
+"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/stopped-*.txt" \
+	--samples 1800 --report "$WORK/nopfs-$job.json" --pfs-bound 3 || fail=1
+"$PYTHON" - "$WORK/nopfs-$job.json" <<'PY' || fail=1
+import json, sys
+r = json.load(open(sys.argv[1]))
+timeouts = sum((n.get("peers") or {}).get("timeouts", 0) for n in r["per_node"] if n["node"] != 2)
+assert timeouts > 0, "no read from the stopped node passed its deadline"
+print(f"ok - reads from the stopped node: {timeouts} passed their deadline and went to the PFS")
+PY
+nothing_left "$job" && echo "ok - nothing of job $job is left on the nodes" || fail=1
+
+# 3. scancel once the agents are ready
 job=$(submit cancelled 0.2)
 wait_agents "$job" || { echo "not ok - the agents of job $job never got ready"; fail=1; }
 sleep 1

@@ -277,10 +277,14 @@ START_TEST(two_processes_stopped_peer_times_out)
 	struct store store;
 	nopfs_status status;
 	double start, ms;
+	int wait_status;
 
 	child_start(&child, &plane, &store);
 	ck_assert_int_eq(get_sample(plane, 1, &store, 2, dest), NOPFS_OK);
 	ck_assert_int_eq(kill(child.pid, SIGSTOP), 0);
+	/* until every thread of it has stopped: a running one may still answer */
+	ck_assert_int_eq(waitpid(child.pid, &wait_status, WUNTRACED), child.pid);
+	ck_assert(WIFSTOPPED(wait_status));
 	start = now_ms();
 	status = get_sample(plane, 1, &store, 2, dest);
 	ms = now_ms() - start;
