@@ -9,6 +9,7 @@ set -euo pipefail
 # shellcheck disable=SC2034 # read by plugin_test_lib.sh
 PLUGIN_EXTRA_ARGS="bench_cache=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}/pfs/nopfs/bench-cache"
 top_srcdir=${top_srcdir:-$(dirname "$0")/..}
+top_builddir=${top_builddir:-$top_srcdir}
 # shellcheck source-path=SCRIPTDIR source=../tests/cluster/plugin_test_lib.sh
 . "$top_srcdir/tests/cluster/plugin_test_lib.sh"
 install -d -m 1777 "$PLUGIN_PREFIX/bench-cache"

@@ -22,7 +22,7 @@ ready_timeout=60 report_wait=20 ${PLUGIN_EXTRA_ARGS:-}"
 NOPFS_SPANK_PLUGIN=$(cd "$(dirname "$NOPFS_SPANK_PLUGIN")" && pwd)/spank_nopfs.so
 
 # shellcheck source-path=SCRIPTDIR source=cluster_test_lib.sh
-. "$(dirname "$0")/cluster_test_lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/cluster_test_lib.sh"
 # up again: a no-op when the cluster already runs this plugin and arguments
 "$NC" up --nodes 3 >/dev/null
 
