@@ -68,6 +68,8 @@ int options_finish(spank_t sp);
 
 /* launch.c (srun, local): start or reuse the agent step; set the task env. */
 int launch_agents(spank_t sp);
+/* launch.c (the batch step's slurmstepd): start the agent step at job start. */
+int launch_agents_for_batch(spank_t sp);
 /* report.c (srun, local exit): wait for and print the job report. */
 void report_print(spank_t sp);
 /* tasks.c (slurmstepd): wait for the node's agent; the task environment. */

@@ -3,7 +3,9 @@
  *   init            every context: plugstack.conf arguments, the options
  *   init_post_opt   srun/sbatch/salloc: environment equivalents, checks
  *   local_user_init srun: start or reuse the job's agent step
- *   user_init       slurmstepd: wait for the node's agent, task environment
+ *   user_init       slurmstepd: at a batch job's start, start its agent step;
+ *                   for a step's tasks, wait for the node's agent and set
+ *                   their environment
  *   exit            srun that created the job: print the job report
  *   job_epilog      slurmd (root): remove what the job left on the node
  * Nothing here may take srun or slurmstepd down: errors are messages, and
@@ -52,9 +54,10 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 
 int slurm_spank_user_init(spank_t sp, int ac, char **av)
 {
-	if (spank_remote(sp))
-		return tasks_prepare(sp);
-	return 0;
+	if (!spank_remote(sp))
+		return 0;
+	launch_agents_for_batch(sp);
+	return tasks_prepare(sp);
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)

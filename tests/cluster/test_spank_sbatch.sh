@@ -1,7 +1,7 @@
 #!/bin/bash
 # #SBATCH --nopfs-dataset=... with two plain sruns of the unmodified PyTorch
-# script: the first srun starts the job's one agent step, the second reuses
-# it and finds the caches warm (it reads almost nothing from the PFS); the
+# script: the batch step starts the job's one agent step at job start, both
+# sruns use it, and the second finds the caches warm (it reads almost nothing from the PFS); the
 # job report, written to the job's report path at the end, accounts for
 # both. Then salloc with the options and an srun inside; and a job without
 # them, which gets no agent step.
@@ -21,6 +21,12 @@ set -u
 run() {
 	srun $PYTHON $WORK/train.py --data $WORK/data --seed 7 --epochs 2 --workers 1 --out $WORK/out\$1-%r.txt
 }
+# the batch step started the agent step at job start
+for i in \$(seq 1 50); do
+	squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -q nopfs-agent && break
+	sleep 0.1
+done
+echo "agent steps before the first srun: \$(squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -c nopfs-agent)"
 run 1
 echo "srun 1 exit \$?"
 # the agents' reports so far (SIGUSR1), to tell the second srun's PFS reads apart
@@ -41,6 +47,8 @@ if ! grep -q "srun 1 exit 0" "$WORK/job.out" || ! grep -q "srun 2 exit 0" "$WORK
 	echo "not ok - an srun of the batch job failed"
 	fail=1
 fi
+grep -q "agent steps before the first srun: 1" "$WORK/job.out" ||
+	{ echo "not ok - no agent step at the batch job's start"; fail=1; }
 grep -q "agent steps: 1" "$WORK/job.out" || { echo "not ok - not exactly one agent step"; fail=1; }
 if [[ -e $WORK/nopfs-$job.json ]]; then
 	for s in 1 2; do
@@ -72,9 +80,11 @@ ls "$WORK"/nopfs-"$job".json.node-* 2>/dev/null && { echo "not ok - node reports
 
 # Two sruns racing to be first: exactly one agent step, and both steps' tasks
 # get their node's agent.
+# (The option in the environment, not #SBATCH: the batch step would start it.)
 cat >"$WORK/race.sh" <<JOB
 #!/bin/bash
-#SBATCH -N3 --ntasks-per-node=2 --nopfs-dataset=$WORK/data
+#SBATCH -N3 --ntasks-per-node=2
+export SLURM_NOPFS_DATASET=$WORK/data
 for i in 1 2; do
 	srun -N3 -n3 --ntasks-per-node=1 sh -c 'echo "socket=\${NOPFS_SOCKET:-none}"' >race\$i.out &
 done

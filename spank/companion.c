@@ -1,0 +1,266 @@
+/*
+ * The agent step: one nopfs-agent per node of the training step, started as
+ * a step of its own by an srun the plugin runs ("companion"). Everything is
+ * prepared before fork(); the child only redirects and execs (the parent,
+ * srun or slurmstepd, has threads).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "companion.h"
+#include "plugin.h"
+
+#define ARGS_MAX  80
+#define TIERS_MAX 8
+
+/* Environment variables the companion must not inherit. */
+static const char *const scrubbed[] = {
+	"SLURM_NTASKS",         "SLURM_NPROCS",         "SLURM_NTASKS_PER_NODE",
+	"SLURM_STEP_ID",        "SLURM_STEPID",         "SLURM_DISTRIBUTION",
+	"SLURM_TASKS_PER_NODE", "SLURM_DIST_PLANESIZE", "SLURM_CPU_BIND",
+	"SLURM_MEM_PER_CPU",    "SLURM_MEM_PER_NODE",   "SLURM_NNODES",
+	"SLURM_JOB_NAME",       "LD_PRELOAD",           NULL
+};
+
+struct command {
+	const char *argv[ARGS_MAX];
+	int argc;
+	char job[16], jobid[32], nodes[16], seed[32], epochs[16];
+	char agent[PATH_MAX + 16], node_report[PATH_MAX + 32], share[PATH_MAX], log[64];
+	char tiers[TIERS_MAX][PATH_MAX + 64];
+};
+
+int companion_distribution(const char *distribution, const char *plane_size, char *out, size_t size)
+{
+	if (!distribution || strncmp(distribution, "block", 5) == 0 ||
+	    strcmp(distribution, "unknown") == 0)
+		snprintf(out, size, "block");
+	else if (strncmp(distribution, "cyclic", 6) == 0)
+		snprintf(out, size, "cyclic");
+	else if (strncmp(distribution, "plane", 5) == 0 && plane_size)
+		snprintf(out, size, "plane=%s", plane_size);
+	else
+		return -1;
+	return 0;
+}
+
+/* The agent's --tier arguments: "ssd:SIZE" goes under the admin's ssd_base. */
+static int tier_arguments(const char *spec, struct command *c)
+{
+	char copy[1024], *save = NULL;
+	int count = 0;
+
+	if (snprintf(copy, sizeof(copy), "%s", spec) >= (int)sizeof(copy))
+		return 0;
+	for (char *item = strtok_r(copy, ",", &save); item && count < TIERS_MAX;
+	     item = strtok_r(NULL, ",", &save)) {
+		if (strncmp(item, "ssd:", 4) == 0 && !strchr(item + 4, ':'))
+			snprintf(c->tiers[count++], sizeof(c->tiers[0]), "ssd:%s:%s",
+			         nopfs_config.ssd_base, item + 4);
+		else
+			snprintf(c->tiers[count++], sizeof(c->tiers[0]), "%s", item);
+	}
+	return count;
+}
+
+static void add(struct command *c, const char *arg)
+{
+	if (c->argc < ARGS_MAX - 1)
+		c->argv[c->argc++] = arg;
+}
+
+void companion_signature(const struct step_layout *layout, char *buffer, size_t size)
+{
+	const struct spank_request *r = &nopfs_request;
+
+	snprintf(buffer, size,
+	         "--dataset %s --seed %lld --epochs %u --step-tasks %s "
+	         "--step-distribution %s",
+	         r->dataset, (long long)r->seed, r->epochs, layout->tasks_per_node,
+	         layout->distribution);
+}
+
+static void build_command(uint32_t job, const struct step_layout *layout, struct command *c)
+{
+	const struct spank_request *r = &nopfs_request;
+	int tier_count;
+	char *slash;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->job, sizeof(c->job), "%u", job);
+	snprintf(c->jobid, sizeof(c->jobid), "--jobid=%u", job);
+	snprintf(c->nodes, sizeof(c->nodes), "%u", layout->node_count);
+	snprintf(c->seed, sizeof(c->seed), "%lld", (long long)r->seed);
+	snprintf(c->epochs, sizeof(c->epochs), "%u", r->epochs);
+	snprintf(c->log, sizeof(c->log), "/tmp/nopfs-%u.log", job);
+	snprintf(c->agent, sizeof(c->agent), "%s/nopfs-agent", nopfs_config.bindir);
+	snprintf(c->node_report, sizeof(c->node_report), "%s.node-%%n", r->report);
+	memcpy(c->share, r->report, sizeof(c->share));
+	slash = strrchr(c->share, '/');
+	if (slash && slash != c->share)
+		*slash = '\0';
+	else
+		strcpy(c->share, "/");
+
+	add(c, nopfs_config.srun);
+	add(c, "--overlap");
+	add(c, c->jobid);
+	add(c, "-w");
+	add(c, layout->nodes);
+	add(c, "-N");
+	add(c, c->nodes);
+	add(c, "-n");
+	add(c, c->nodes);
+	add(c, "--ntasks-per-node=1");
+	add(c, "--mpi=pmix");
+	add(c, "-J");
+	add(c, AGENT_STEP_NAME);
+	add(c, "--input=none");
+	add(c, "--kill-on-bad-exit=0");
+	add(c, "--quiet");
+	add(c, c->agent);
+	add(c, "--job-id");
+	add(c, c->job);
+	/* in the order of companion_signature() */
+	add(c, "--dataset");
+	add(c, r->dataset);
+	add(c, "--seed");
+	add(c, c->seed);
+	add(c, "--epochs");
+	add(c, c->epochs);
+	add(c, "--step-tasks");
+	add(c, layout->tasks_per_node);
+	add(c, "--step-distribution");
+	add(c, layout->distribution);
+	if (r->index[0]) {
+		add(c, "--index");
+		add(c, r->index);
+	}
+	if (!r->shuffle)
+		add(c, "--no-shuffle");
+	if (r->drop_last)
+		add(c, "--drop-last");
+	if (r->verbose)
+		add(c, "--verbose");
+	tier_count = tier_arguments(r->tiers[0] ? r->tiers : nopfs_config.tiers, c);
+	for (int i = 0; i < tier_count; i++) {
+		add(c, "--tier");
+		add(c, c->tiers[i]);
+	}
+	add(c, "--report");
+	add(c, c->node_report);
+	add(c, "--merged-report");
+	add(c, r->report);
+	add(c, "--drop-node-reports");
+	add(c, "--share-dir");
+	add(c, c->share);
+	add(c, "--log");
+	add(c, c->log);
+	if (nopfs_config.bench_cache[0]) {
+		add(c, "--bench-cache");
+		add(c, nopfs_config.bench_cache);
+	}
+	c->argv[c->argc] = NULL;
+}
+
+static bool is_scrubbed(const char *entry)
+{
+	size_t length = strcspn(entry, "=");
+
+	if (strncmp(entry, "SLURM_SPANK_", 12) == 0 || strncmp(entry, "_SLURM_SPANK_", 13) == 0 ||
+	    strncmp(entry, NOPFS_SPANK_GUARD "=", strlen(NOPFS_SPANK_GUARD) + 1) == 0)
+		return true; /* forwarded options: not for the agents */
+	for (int i = 0; scrubbed[i]; i++)
+		if (strlen(scrubbed[i]) == length && strncmp(entry, scrubbed[i], length) == 0)
+			return true;
+	return false;
+}
+
+/* @env without what the companion must not inherit, plus the guard (NULL if no memory). */
+static char **build_env(char *const *env)
+{
+	size_t count = 0, kept = 0;
+	char **out;
+
+	while (env && env[count])
+		count++;
+	out = calloc(count + 2, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < count; i++)
+		if (!is_scrubbed(env[i]))
+			out[kept++] = env[i];
+	out[kept++] = NOPFS_SPANK_GUARD "=1";
+	out[kept] = NULL;
+	return out;
+}
+
+/*
+ * The child's part: async-signal-safe calls only. In slurmstepd the user's
+ * ids are only the effective ones: srun must run as the user entirely.
+ */
+static void exec_child(const struct command *c, char **env, int null_fd, int log_fd, uid_t uid,
+                       gid_t gid)
+{
+	static const char failed[] = PLUGIN_NAME ": cannot run srun (plugstack.conf srun=)\n";
+
+	if ((getgid() != gid && setresgid(gid, gid, gid) != 0) ||
+	    (getuid() != uid && setresuid(uid, uid, uid) != 0))
+		_exit(126);
+	setsid();
+	dup2(null_fd, STDIN_FILENO);
+	dup2(null_fd, STDOUT_FILENO);
+	if (log_fd >= 0)
+		dup2(log_fd, STDERR_FILENO);
+	execve(c->argv[0], (char *const *)c->argv, env);
+	if (write(STDERR_FILENO, failed, sizeof(failed) - 1) < 0)
+		_exit(126);
+	_exit(127);
+}
+
+int companion_start(uint32_t job, const struct step_layout *layout, char *const *env, int log_fd,
+                    bool detach, pid_t *pid)
+{
+	struct command *c = malloc(sizeof(*c));
+	char **child_env = build_env(env);
+	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC), rc = -1, status;
+	uid_t uid = geteuid();
+	gid_t gid = getegid();
+	pid_t child;
+
+	if (!c || !child_env || null_fd < 0) {
+		user_error("cannot start the agent step: %s",
+		           null_fd < 0 ? strerror(errno) : "out of memory");
+		goto out;
+	}
+	build_command(job, layout, c);
+	for (int i = 0; i < c->argc && log_fd >= 0; i++) /* the log says what ran */
+		dprintf(log_fd, "%s%s", c->argv[i], i + 1 < c->argc ? " " : "\n");
+	child = fork();
+	if (child < 0) {
+		user_error("cannot start the agent step: %m");
+		goto out;
+	}
+	if (child == 0) {
+		if (detach && fork() != 0)
+			_exit(0); /* the grandchild runs it, a child of init */
+		exec_child(c, child_env, null_fd, log_fd, uid, gid);
+	}
+	if (detach) {
+		waitpid(child, &status, 0);
+		child = 0;
+	}
+	*pid = child;
+	rc = 0;
+out:
+	if (null_fd >= 0)
+		close(null_fd);
+	free(child_env);
+	free(c);
+	return rc;
+}
