@@ -72,6 +72,8 @@ int launch_agents(spank_t sp);
 int launch_agents_for_batch(spank_t sp);
 /* report.c (srun, local exit): wait for and print the job report. */
 void report_print(spank_t sp);
+/* report.c (salloc's exit): the same for the agents an srun inside started. */
+void report_print_for_salloc(spank_t sp);
 /* tasks.c (slurmstepd): wait for the node's agent; the task environment. */
 int tasks_prepare(spank_t sp);
 /*

@@ -135,7 +135,10 @@ void report_print(spank_t sp)
 	if (!nopfs_launch.started || !nopfs_launch.owns_allocation || !report[0])
 		return;
 	snprintf(tool, sizeof(tool), "%s/nopfs-report", nopfs_config.bindir);
-	while (access(report, F_OK) != 0 && !companion_done() && now() < deadline)
+	/* without a companion of ours (salloc), only the deadline ends the wait */
+	bool own = nopfs_launch.companion > 0;
+
+	while (access(report, F_OK) != 0 && now() < deadline && !(own && companion_done()))
 		usleep(50000);
 	if (access(report, F_OK) == 0) { /* node 0's agent merged it */
 		argv[0] = tool;
@@ -152,4 +155,25 @@ void report_print(spank_t sp)
 	}
 	companion_done();
 	unlink(nopfs_launch.lock);
+}
+
+void report_print_for_salloc(spank_t sp)
+{
+	const char *job = getenv("SLURM_JOB_ID");
+	char cwd[PATH_MAX];
+
+	if (!nopfs_request.active || !job || strspn(job, "0123456789") != strlen(job))
+		return;
+	nopfs_launch.job = (uint32_t)strtoul(job, NULL, 10);
+	snprintf(nopfs_launch.lock, sizeof(nopfs_launch.lock), "/tmp/nopfs-%u.srun",
+	         nopfs_launch.job);
+	if (access(nopfs_launch.lock, F_OK) != 0)
+		return; /* no srun of the job started agents from here */
+	if (!nopfs_request.report[0] && getcwd(cwd, sizeof(cwd)))
+		snprintf(nopfs_request.report, sizeof(nopfs_request.report),
+		         "%.4000s/nopfs-%u.json", cwd, nopfs_launch.job);
+	nopfs_launch.started = true;
+	nopfs_launch.owns_allocation = true;
+	nopfs_launch.companion = -1;
+	report_print(sp);
 }

@@ -6,7 +6,7 @@
  *   user_init       slurmstepd: at a batch job's start, start its agent step;
  *                   for a step's tasks, wait for the node's agent and set
  *                   their environment
- *   exit            srun that created the job: print the job report
+ *   exit            srun that created the job, or salloc: print the job report
  *   job_epilog      slurmd (root): remove what the job left on the node
  * Nothing here may take srun or slurmstepd down: errors are messages, and
  * only a bad option (or a broken configuration when nopfs is asked for)
@@ -64,6 +64,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
 	if (spank_context() == S_CTX_LOCAL)
 		report_print(sp);
+	else if (spank_context() == S_CTX_ALLOCATOR)
+		report_print_for_salloc(sp);
 	return 0;
 }
 

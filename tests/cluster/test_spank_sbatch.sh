@@ -101,19 +101,26 @@ else
 	fail=1
 fi
 
-# salloc with the options, srun inside; the report lands in the srun's cwd.
+# salloc with the options, srun inside: salloc prints the job report at the end.
 (cd "$WORK" && timeout -k 5 120 "${RUNU[@]}" salloc -N2 --ntasks-per-node=1 \
 	--nopfs-dataset="$WORK/data" --nopfs-epochs=1 --nopfs-report="$WORK/salloc.json" \
 	srun "$PYTHON" train.py --data "$WORK/data" --epochs 1 --workers 1 --out "$WORK/s3-%r.txt" \
 	>"$WORK/salloc.out" 2>&1) || { echo "not ok - salloc job failed"; cat "$WORK/salloc.out"; fail=1; }
 for _ in $(seq 1 100); do [[ -e $WORK/salloc.json ]] && break; sleep 0.1; done
+grep -q "^nopfs: job report: $WORK/salloc.json" "$WORK/salloc.out" ||
+	{ echo "not ok - salloc printed no job report"; fail=1; }
+salloc_job=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$WORK/salloc.out")
+if [[ -z $salloc_job || -e /tmp/nopfs-$salloc_job.srun ]]; then
+	echo "not ok - salloc left its srun's lock /tmp/nopfs-$salloc_job.srun"
+	fail=1
+fi
 if [[ -e $WORK/salloc.json ]] && "$PYTHON" -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["nodes_expected"] == 2 and r["nodes_missing"] == [], r
 assert r["delivered_total"]["samples"] == 600, r["delivered_total"]
 ' "$WORK/salloc.json"; then
-	echo "ok - salloc + srun: agents on 2 nodes, 600 samples delivered, report written"
+	echo "ok - salloc + srun: agents on 2 nodes, 600 samples delivered, report written and printed"
 else
 	echo "not ok - salloc + srun: no complete report"; cat "$WORK/salloc.out"; fail=1
 fi
@@ -126,6 +133,17 @@ if [[ $out == "steps=0 preload= socket=" ]]; then
 	echo "ok - a job without nopfs options: no agent step, no nopfs environment"
 else
 	echo "not ok - a job without nopfs options: $out"
+	fail=1
+fi
+# --nopfs-preload=no: the agent's socket, no interposer
+# shellcheck disable=SC2016 # expanded by the tasks' shell
+out=$(cd "$WORK" && timeout 120 "${RUNU[@]}" srun -N2 --ntasks-per-node=1 \
+	--nopfs-dataset="$WORK/data" --nopfs-preload=no \
+	sh -c 'echo "preload=${LD_PRELOAD:-} socket=${NOPFS_SOCKET:+set}"' 2>/dev/null | sort -u)
+if [[ $out == "preload= socket=set" ]]; then
+	echo "ok - --nopfs-preload=no: the tasks get the agent's socket, no LD_PRELOAD"
+else
+	echo "not ok - --nopfs-preload=no: $out"
 	fail=1
 fi
 exit "$fail"
