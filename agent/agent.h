@@ -62,4 +62,10 @@ nopfs_status report_write(struct agent *agent);
  */
 nopfs_status job_report_write(struct agent *agent);
 
+/*
+ * A per-node path: @pattern with "%n" replaced by @node, into @path
+ * (@length bytes, truncated if need be); false if it did not fit.
+ */
+bool agent_node_path(const char *pattern, uint32_t node, char *path, size_t length);
+
 #endif

@@ -19,8 +19,7 @@
 
 #define POLL_NS 50000000ull /* 50 ms between looks for the others' reports */
 
-/* The --report pattern with "%n" replaced by @node; false if too long. */
-static bool node_report_path(const char *pattern, uint32_t node, char *path, size_t length)
+bool agent_node_path(const char *pattern, uint32_t node, char *path, size_t length)
 {
 	const char *at = strstr(pattern, "%n");
 
@@ -79,7 +78,7 @@ static uint32_t look_for_reports(const struct agent *agent, uint32_t nodes, json
 			found++;
 			continue;
 		}
-		if (!node_report_path(agent->options.report_pattern, n, path, sizeof(path))) {
+		if (!agent_node_path(agent->options.report_pattern, n, path, sizeof(path))) {
 			snprintf(path, sizeof(path), "%s", agent->options.report_pattern);
 			snprintf(why, sizeof(why), "the path is too long");
 		} else {
@@ -158,7 +157,7 @@ static void drop_node_reports(const struct agent *agent, uint32_t nodes, const b
 
 	for (uint32_t n = 0; n < nodes; n++)
 		if (merged[n] &&
-		    node_report_path(agent->options.report_pattern, n, path, sizeof(path)))
+		    agent_node_path(agent->options.report_pattern, n, path, sizeof(path)))
 			unlink(path);
 }
 

@@ -242,14 +242,10 @@ static void choose_threads(struct agent *agent)
 /* Replace "%n" in @path (a buffer of @length bytes) by the node index. */
 static void expand_node(char *path, size_t length, uint32_t node)
 {
-	char *at = strstr(path, "%n");
-	char expanded[PATH_MAX];
+	char pattern[PATH_MAX];
 
-	if (!at)
-		return;
-	snprintf(expanded, sizeof(expanded), "%.*s%" PRIu32 "%s", (int)(at - path), path, node,
-	         at + 2);
-	snprintf(path, length, "%s", expanded);
+	snprintf(pattern, sizeof(pattern), "%s", path);
+	agent_node_path(pattern, node, path, length);
 }
 
 /*
