@@ -82,8 +82,12 @@ static int step_nodes(uint32_t job, uint32_t step, char *nodes, size_t size)
 	return rc;
 }
 
-/* The report's default path: report_dir, else @directory (the step's cwd). */
-static void set_default_report(uint32_t job, const char *directory)
+void launch_set_lock(uint32_t job)
+{
+	snprintf(nopfs_launch.lock, sizeof(nopfs_launch.lock), "/tmp/nopfs-%u.srun", job);
+}
+
+void launch_default_report(uint32_t job, const char *directory)
 {
 	char base[PATH_MAX];
 
@@ -134,7 +138,7 @@ static void start_agent_step(uint32_t job, const struct step_layout *layout, cha
 	int lock_fd = -1;
 	pid_t pid = -1;
 
-	snprintf(nopfs_launch.lock, sizeof(nopfs_launch.lock), "/tmp/nopfs-%u.srun", job);
+	launch_set_lock(job);
 	for (int attempt = 0; attempt < 2 && lock_fd < 0; attempt++) {
 		lock_fd = open(nopfs_launch.lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (lock_fd >= 0 || errno != EEXIST)
@@ -200,7 +204,7 @@ int launch_agents(spank_t sp)
 		return 0;
 	}
 	nopfs_launch.job = job;
-	set_default_report(job, getcwd(cwd, sizeof(cwd)));
+	launch_default_report(job, getcwd(cwd, sizeof(cwd)));
 	if (!tasks ||
 	    companion_distribution(getenv("SLURM_DISTRIBUTION"), getenv("SLURM_DIST_PLANESIZE"),
 	                           layout.distribution, sizeof(layout.distribution)) != 0) {
@@ -267,7 +271,7 @@ int launch_agents_for_batch(spank_t sp)
 	snprintf(layout.nodes, sizeof(layout.nodes), "%s", nodes);
 	layout.node_count = (unsigned int)strtoul(count, NULL, 10);
 	snprintf(layout.tasks_per_node, sizeof(layout.tasks_per_node), "%s", tasks);
-	set_default_report(job, job_env(env, "SLURM_SUBMIT_DIR"));
+	launch_default_report(job, job_env(env, "SLURM_SUBMIT_DIR"));
 	if (layout.node_count == 0 || !nopfs_request.report[0])
 		return 0;
 	start_agent_step(job, &layout, env, true);

@@ -17,4 +17,10 @@ struct launch_state {
 
 extern struct launch_state nopfs_launch;
 
+/* nopfs_launch.lock for @job: the launching srun's lock and its companion's log. */
+void launch_set_lock(uint32_t job);
+
+/* Unless the user named one: the job report goes to report_dir, else @directory (may be NULL). */
+void launch_default_report(uint32_t job, const char *directory);
+
 #endif

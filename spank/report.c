@@ -165,13 +165,10 @@ void report_print_for_salloc(spank_t sp)
 	if (!nopfs_request.active || !job || strspn(job, "0123456789") != strlen(job))
 		return;
 	nopfs_launch.job = (uint32_t)strtoul(job, NULL, 10);
-	snprintf(nopfs_launch.lock, sizeof(nopfs_launch.lock), "/tmp/nopfs-%u.srun",
-	         nopfs_launch.job);
+	launch_set_lock(nopfs_launch.job);
 	if (access(nopfs_launch.lock, F_OK) != 0)
 		return; /* no srun of the job started agents from here */
-	if (!nopfs_request.report[0] && getcwd(cwd, sizeof(cwd)))
-		snprintf(nopfs_request.report, sizeof(nopfs_request.report),
-		         "%.4000s/nopfs-%u.json", cwd, nopfs_launch.job);
+	launch_default_report(nopfs_launch.job, getcwd(cwd, sizeof(cwd)));
 	nopfs_launch.started = true;
 	nopfs_launch.owns_allocation = true;
 	nopfs_launch.companion = -1;

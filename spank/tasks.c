@@ -6,12 +6,7 @@
  * never comes, or is gone, leaves the tasks reading the PFS, with one
  * warning per node.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugin.h"
