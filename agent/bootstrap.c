@@ -96,14 +96,17 @@ static void fence_done(pmix_status_t status, void *cbdata)
  * PMIX_TIMEOUT on fences (measured: a late rank holds everyone until it
  * comes), so the fence is started non-blocking and waited for with a timed
  * wait. Past the deadline the agent gives up; PMIx is then left alone (no
- * finalize, which could wait for the fence) and the agent exits.
+ * finalize, which could wait for the fence) and the agent exits. It always
+ * collects data: Slurm's PMIx server completes a fence that collects none at
+ * once on each node, without waiting for the others (measured), which is no
+ * barrier.
  */
-static pmix_status_t fence(struct bootstrap *bootstrap, bool collect, int timeout_s)
+static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s)
 {
 	struct fence_wait *wait = calloc(1, sizeof(*wait));
 	pmix_proc_t wildcard;
 	pmix_info_t info[2];
-	bool collect_value = collect;
+	bool collect_value = true;
 	int timeout_value = timeout_s;
 	struct timespec deadline;
 	pmix_status_t rc;
@@ -147,7 +150,7 @@ static pmix_status_t fence(struct bootstrap *bootstrap, bool collect, int timeou
 
 nopfs_status bootstrap_fence(struct bootstrap *bootstrap, int timeout_s)
 {
-	pmix_status_t rc = fence(bootstrap, false, timeout_s);
+	pmix_status_t rc = fence(bootstrap, timeout_s);
 
 	if (rc != PMIX_SUCCESS)
 		nopfs_error("PMIx: fence of %" PRIu32 " agents failed after at most %d s: %s",
@@ -224,7 +227,7 @@ nopfs_status bootstrap_exchange(struct bootstrap *bootstrap, const void *record,
 		free_records(records, lengths, 0);
 		return from_pmix(rc);
 	}
-	rc = fence(bootstrap, true, timeout_s);
+	rc = fence(bootstrap, timeout_s);
 	if (rc != PMIX_SUCCESS) {
 		nopfs_error("PMIx: exchange of %" PRIu32 " agents' records failed after at most "
 		            "%d s: %s",

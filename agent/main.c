@@ -360,6 +360,14 @@ int main(int argc, char **argv)
 	if (options->bootstrap == AGENT_BOOTSTRAP_PMIX &&
 	    bootstrap_init(&agent.bootstrap) != NOPFS_OK)
 		goto out_dirs;
+	if (agent.bootstrap.active && agent.bootstrap.nodes > 1 &&
+	    bootstrap_fence(&agent.bootstrap, options->hello_timeout) != NOPFS_OK) {
+		nopfs_error("the agents of this step cannot reach each other: exiting with "
+		            "status %d (start the step again)",
+		            NOPFS_AGENT_EXIT_RETRY);
+		rc = NOPFS_AGENT_EXIT_RETRY;
+		goto out_job;
+	}
 	node_paths(&agent);
 	if (job_layout(&agent.job, options, agent.bootstrap.node,
 	               agent.bootstrap.active ? agent.bootstrap.nodes : 0) != NOPFS_OK ||

@@ -62,6 +62,8 @@ static const char usage_text[] =
         "  --share-dir DIR        a directory every node sees (on the PFS): node 0\n"
         "                         publishes the catalog there for the others\n"
         "  --fence-timeout SEC    give up a PMIx exchange after this (default 60)\n"
+        "  --hello-timeout SEC    give up the step's first fence after this and exit\n"
+        "                         with status 75: start the step again (default 15)\n"
         "  --help\n";
 
 enum {
@@ -96,6 +98,7 @@ enum {
 	OPT_STEP_DISTRIBUTION,
 	OPT_SHARE_DIR,
 	OPT_FENCE_TIMEOUT,
+	OPT_HELLO_TIMEOUT,
 	OPT_HELP,
 };
 
@@ -131,6 +134,7 @@ static const struct option long_options[] = {
 	{ "step-distribution", required_argument, NULL, OPT_STEP_DISTRIBUTION },
 	{ "share-dir", required_argument, NULL, OPT_SHARE_DIR },
 	{ "fence-timeout", required_argument, NULL, OPT_FENCE_TIMEOUT },
+	{ "hello-timeout", required_argument, NULL, OPT_HELLO_TIMEOUT },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -361,6 +365,11 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 			return false;
 		c->fence_timeout = (int)number;
 		return true;
+	case OPT_HELLO_TIMEOUT:
+		if (!parse_uint_option("hello-timeout", value, 1, 3600, &number))
+			return false;
+		c->hello_timeout = (int)number;
+		return true;
 	default:
 		return false;
 	}
@@ -430,6 +439,7 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.serve_timeout_ms = 5000,
 		.merge_wait = 5,
 		.fence_timeout = 60,
+		.hello_timeout = 15,
 	};
 	opterr = 0;
 	optind = 1;

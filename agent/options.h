@@ -47,6 +47,7 @@ struct agent_options {
 	uint32_t step_plane_size;
 	char share_dir[PATH_MAX]; /* on the PFS, for the catalog */
 	int fence_timeout;        /* seconds */
+	int hello_timeout;        /* seconds, the first fence */
 	double bench_max_age;     /* seconds */
 	uint32_t stage_window;    /* samples staged ahead per rank */
 	unsigned int stage_threads;

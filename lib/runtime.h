@@ -60,6 +60,15 @@
 #define NOPFS_DEFAULT_TIMEOUT_MS 10000
 
 /*
+ * The agent's exit status when its step should be started again: the step's
+ * first PMIx fence did not complete (Slurm 22.05's slurmstepd can reject a
+ * peer's credential while it runs as the job's user for a task launch, and
+ * that fence then never completes). The SPANK plugin starts the agent step
+ * again, a few times at most, when it ends with this status.
+ */
+#define NOPFS_AGENT_EXIT_RETRY 75
+
+/*
  * The task's rank: $NOPFS_RANK, else $RANK, else $SLURM_PROCID (the first
  * that is set), -1 when none is set or it is not a number in 0..INT32_MAX.
  */

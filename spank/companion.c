@@ -14,9 +14,12 @@
 
 #include "companion.h"
 #include "plugin.h"
+#include "runtime.h"
 
 #define ARGS_MAX  80
 #define TIERS_MAX 8
+/* How many times the agent step is started when it asks to be started again */
+#define STEP_ATTEMPTS 3
 
 /* Environment variables the companion must not inherit. */
 static const char *const scrubbed[] = {
@@ -200,19 +203,11 @@ static char **build_env(char *const *env)
 	return out;
 }
 
-/*
- * The child's part: async-signal-safe calls only. In slurmstepd the user's
- * ids are only the effective ones: srun must run as the user entirely.
- */
-static void exec_child(const struct command *c, char **env, int null_fd, int log_fd, uid_t uid,
-                       gid_t gid)
+/* The srun of one attempt (async-signal-safe calls only, as below). */
+static void exec_child(const struct command *c, char **env, int null_fd, int log_fd)
 {
 	static const char failed[] = PLUGIN_NAME ": cannot run srun (plugstack.conf srun=)\n";
 
-	if ((getgid() != gid && setresgid(gid, gid, gid) != 0) ||
-	    (getuid() != uid && setresuid(uid, uid, uid) != 0))
-		_exit(126);
-	setsid();
 	dup2(null_fd, STDIN_FILENO);
 	dup2(null_fd, STDOUT_FILENO);
 	if (log_fd >= 0)
@@ -221,6 +216,47 @@ static void exec_child(const struct command *c, char **env, int null_fd, int log
 	if (write(STDERR_FILENO, failed, sizeof(failed) - 1) < 0)
 		_exit(126);
 	_exit(127);
+}
+
+static void say_again(int log_fd)
+{
+	static const char again[] = PLUGIN_NAME ": the agent step asks to be started again\n";
+
+	if (write(log_fd, again, sizeof(again) - 1) < 0)
+		return; /* the log is gone: start it again all the same */
+}
+
+/*
+ * The child's part: async-signal-safe calls only (the parent has threads).
+ * In slurmstepd the user's ids are only the effective ones: srun must run as
+ * the user entirely. The agent step is run again when it ends asking for it
+ * (its agents never reached each other: NOPFS_AGENT_EXIT_RETRY).
+ */
+static void supervise(const struct command *c, char **env, int null_fd, int log_fd, uid_t uid,
+                      gid_t gid)
+{
+	int status = 0;
+
+	if ((getgid() != gid && setresgid(gid, gid, gid) != 0) ||
+	    (getuid() != uid && setresuid(uid, uid, uid) != 0))
+		_exit(126);
+	setsid();
+	for (int attempt = 1; attempt <= STEP_ATTEMPTS; attempt++) {
+		pid_t srun = fork();
+
+		if (srun < 0)
+			_exit(126);
+		if (srun == 0)
+			exec_child(c, env, null_fd, log_fd);
+		while (waitpid(srun, &status, 0) < 0)
+			if (errno != EINTR)
+				_exit(126);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != NOPFS_AGENT_EXIT_RETRY)
+			break;
+		if (attempt < STEP_ATTEMPTS && log_fd >= 0)
+			say_again(log_fd);
+	}
+	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
 
 int companion_start(uint32_t job, const struct step_layout *layout, char *const *env, int log_fd,
@@ -249,7 +285,7 @@ int companion_start(uint32_t job, const struct step_layout *layout, char *const 
 	if (child == 0) {
 		if (detach && fork() != 0)
 			_exit(0); /* the grandchild runs it, a child of init */
-		exec_child(c, child_env, null_fd, log_fd, uid, gid);
+		supervise(c, child_env, null_fd, log_fd, uid, gid);
 	}
 	if (detach) {
 		waitpid(child, &status, 0);

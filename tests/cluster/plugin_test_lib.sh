@@ -3,7 +3,7 @@
 # the PFS (bindir, preload) where every node and the submit host see it.
 # Sets PYTHON, PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh
 # sets, and UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory.
-# Defines job_dataset, wait_gone, nothing_left and node_agent.
+# Defines job_dataset, wait_gone, wait_agents, nothing_left and node_agent.
 # shellcheck shell=bash disable=SC2034 # the variables are for the sourcing test
 
 PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
@@ -36,6 +36,27 @@ wait_gone() {
 		"$NC" run squeue -h -j "$1" 2>/dev/null | grep -q . || return 0
 		sleep 0.2
 	done
+	return 1
+}
+
+# wait_agents JOB: until every node's agent of JOB is ready (60 s at most);
+# if they never are, shows what each node has of the job (the launch log
+# /tmp/nopfs-JOB.srun carries the agents' errors) and the job's steps
+wait_agents() {
+	local ready node
+	for _ in $(seq 1 300); do
+		ready=0
+		for node in n1 n2 n3; do
+			"$NC" exec-node "$node" test -e "/tmp/nopfs-$1/ready" && ready=$((ready + 1))
+		done
+		((ready == 3)) && return 0
+		sleep 0.2
+	done
+	for node in n1 n2 n3; do
+		echo "# $node: $("$NC" exec-node "$node" sh -c "ls -d /tmp/nopfs-$1* 2>/dev/null" | tr '\n' ' ')"
+		"$NC" exec-node "$node" sh -c "tail -n 40 /tmp/nopfs-$1.srun 2>/dev/null" | sed 's/^/#   /'
+	done
+	"$NC" run squeue -h -s -j "$1" | sed 's/^/# step: /'
 	return 1
 }
 

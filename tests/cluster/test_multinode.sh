@@ -50,11 +50,17 @@ chmod 755 "$WORK/bin/agent-env"
 cat >"$WORK/job.sh" <<JOB
 #!/bin/bash
 set -u
-srun --overlap -N3 -n3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 -J nopfs-agent \\
-	$WORK/bin/agent-env $WORK/bin/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 --step-tasks '2(x3)' \\
-	--tier ram:60M --share-dir $WORK --report $WORK/report-%n.json --log $WORK/agent-%n.log \\
-	--bench-budget 1 --fence-timeout 30 &
-agents=\$!
+# the agent step, started again when its agents never reach each other
+# (exit status 75), as the SPANK plugin does
+(for attempt in 1 2 3; do
+	srun --overlap -N3 -n3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 -J nopfs-agent \\
+		$WORK/bin/agent-env $WORK/bin/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 \\
+		--step-tasks '2(x3)' --tier ram:60M --share-dir $WORK --report $WORK/report-%n.json \\
+		--log $WORK/agent-%n.log --bench-budget 1 --fence-timeout 30
+	rc=\$?
+	[ \$rc = 75 ] || exit \$rc
+	echo "agent step: attempt \$attempt asks to be started again"
+done) &
 for i in \$(seq 1 300); do
 	ready=\$(srun --overlap -N3 -n3 --ntasks-per-node=1 bash -c \\
 		'test -e /tmp/nopfs-\$SLURM_JOB_ID/ready && echo ready' | grep -c ready)

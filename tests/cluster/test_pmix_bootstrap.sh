@@ -2,7 +2,9 @@
 # The agents' PMIx bootstrap (agent/bootstrap.c) on the real test cluster:
 # 3 nodes exchange their records; and when one rank comes late, the others'
 # fence times out on the agent's own deadline (Slurm's PMIx server ignores
-# PMIX_TIMEOUT) and the step ends instead of hanging the job.
+# PMIX_TIMEOUT) and the step ends instead of hanging the job; and agents
+# whose first fence does not complete exit with status 75 (start the step
+# again), which srun passes on.
 #
 # Uses the cluster of NOPFS_CLUSTER_STATE if it is up (and leaves it up);
 # otherwise starts one and tears it down at exit. Exit: 0 pass, 1 fail, 77 skip.
@@ -12,9 +14,11 @@ set -euo pipefail
 . "$(dirname "$0")/cluster_test_lib.sh"
 PROBE=$BUILDDIR/tests/cluster/pmix_probe
 
-# The probe on the shared PFS, readable by the test user.
+# The probe and the agent on the shared PFS, readable by the test user.
 cp "$PROBE" "$WORK/pmix_probe"
-chmod 755 "$WORK" "$WORK/pmix_probe"
+cp "$BUILDDIR/nopfs-agent" "$WORK/nopfs-agent"
+chmod 755 "$WORK" "$WORK/pmix_probe" "$WORK/nopfs-agent"
+mkdir -m 755 "$WORK/data"
 u() { (cd "$WORK" && timeout -k 5 60 "${RUNU[@]}" "$@"); }
 
 fails=0
@@ -47,5 +51,22 @@ else
 	echo "not ok 2 - fence timeout (step took ${took} s): $out"
 	fails=$((fails + 1))
 fi
-echo "# $((2 - fails)) passed, $fails failed"
+
+# 3. The agents' first fence: node 2's agent starts 6 s late, the others give
+#    up after 2 s and exit with 75; so does node 2's, alone in the fence.
+start=$SECONDS
+rc=0
+# shellcheck disable=SC2016 # expanded on the nodes
+out=$(u srun -N3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 sh -c \
+	'if [ "$SLURM_NODEID" = 2 ]; then sleep 6; fi; exec ./nopfs-agent --dataset "$PWD/data" \
+	--step-tasks "1(x3)" --hello-timeout 2 --runtime-dir "/tmp/nopfs-hello-$SLURM_JOB_ID"' 2>&1) || rc=$?
+took=$((SECONDS - start))
+said=$(grep -c 'cannot reach each other: exiting with status 75' <<<"$out" || true)
+if ((rc == 75 && said == 3 && took < 20)); then
+	echo "ok 3 - first fence: 3 agents exited with 75 (start again); srun exit 75 in ${took} s"
+else
+	echo "not ok 3 - first fence: srun exit $rc in ${took} s, $said agents said so: $out"
+	fails=$((fails + 1))
+fi
+echo "# $((3 - fails)) passed, $fails failed"
 ((fails == 0))

@@ -5,7 +5,9 @@
 #     go to the PFS at once), and the job report names the node;
 #  2. one node's agent stopped (SIGSTOP) for 3 s: the others' reads from it
 #     pass their 1 s deadline and go to the PFS; the job completes right;
-#  3. scancel of a running job.
+#  3. scancel of a running job;
+#  4. an agent step whose agents never reach each other (they exit with
+#     status 75): the plugin starts it again and the job is served.
 # After each job, no process, file or shared-memory directory of the job
 # remains on any node.
 # Exit: 0 pass, 1 fail, 77 skip.
@@ -25,20 +27,6 @@ srun $PYTHON $WORK/train.py --data $WORK/data --epochs 3 --workers 1 --sleep $2 
 echo "srun exit \$?"
 JOB
 	(cd "$WORK" && "${RUNU[@]}" sbatch --parsable -o "$WORK/$1.out" "$WORK/$1.sh")
-}
-
-# wait_agents JOB: until every node's agent of JOB is ready (60 s at most)
-wait_agents() {
-	local ready
-	for _ in $(seq 1 300); do
-		ready=0
-		for node in n1 n2 n3; do
-			"$NC" exec-node "$node" test -e "/tmp/nopfs-$1/ready" && ready=$((ready + 1))
-		done
-		((ready == 3)) && return 0
-		sleep 0.2
-	done
-	return 1
 }
 
 # 1. SIGKILL of node n2's agent a second into the run
@@ -109,4 +97,33 @@ sleep 1
 wait_gone "$job" || { echo "not ok - job $job did not end after scancel"; fail=1; }
 sleep 1 # the epilog runs after the job leaves the queue
 nothing_left "$job" && echo "ok - scancel: nothing of job $job is left on the nodes" || fail=1
+
+# 4. the first agent step of the job exits with 75 on every node (as when its
+#    first PMIx fence never completes); the second runs the real agent
+mv "$PLUGIN_BIN/nopfs-agent" "$PLUGIN_BIN/nopfs-agent.real"
+cat >"$PLUGIN_BIN/nopfs-agent" <<AGENT
+#!/bin/sh
+marker=$WORK/first-step.\$SLURM_JOB_ID.\$SLURM_NODEID
+if [ ! -e "\$marker" ]; then
+	: >"\$marker"
+	echo "nopfs-agent (test): this step's agents cannot reach each other" >&2
+	exit 75
+fi
+exec $PLUGIN_BIN/nopfs-agent.real "\$@"
+AGENT
+chmod 755 "$PLUGIN_BIN/nopfs-agent"
+job=$(submit again 0.1)
+wait_agents "$job" || { echo "not ok - the agents of job $job never got ready"; fail=1; }
+wait_gone "$job" || { echo "not ok - job $job did not end"; fail=1; }
+mv -f "$PLUGIN_BIN/nopfs-agent.real" "$PLUGIN_BIN/nopfs-agent"
+grep -q "srun exit 0" "$WORK/again.out" || { echo "not ok - the job failed"; cat "$WORK/again.out"; fail=1; }
+steps=$(find "$WORK" -maxdepth 1 -name "first-step.$job.*" | wc -l)
+if ((steps == 3)) && "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
+	--outs "$WORK/again-*.txt" --samples 1800 --report "$WORK/nopfs-$job.json"; then
+	echo "ok - the agent step that asked to be started again was; the job was served"
+else
+	echo "not ok - agent step started again: $steps first agents; $(cat "$WORK/again.out")"
+	fail=1
+fi
+nothing_left "$job" && echo "ok - nothing of job $job is left on the nodes" || fail=1
 exit "$fail"
