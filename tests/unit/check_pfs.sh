@@ -1,9 +1,12 @@
 #!/bin/bash
-# nopfs-pfs, the emulated contended PFS (FUSE): a byte-exact read-only
-# passthrough; bandwidth shared among network namespaces; latency, noise,
-# injected EIO; per-client statistics; every bad option named.
+# nopfs-pfs, the emulated contended PFS (FUSE): a byte-exact passthrough,
+# read-write for a non-root user (owners, modes, renames, links, rm -rf,
+# programs and LD_PRELOAD from the mount) or --read-only (EROFS); bandwidth
+# shared among network namespaces; latency, noise, injected EIO; per-client
+# statistics of reads and writes; every bad option named.
 # Needs root and /dev/fuse (77: skipped otherwise).
 set -u
+umask 022
 pfs="${top_builddir:-.}/contrib/pfs/nopfs-pfs"
 python="${NOPFS_PYTHON:-python3}"
 
@@ -15,14 +18,20 @@ if [ ! -c /dev/fuse ]; then
 	echo "SKIP: no /dev/fuse"
 	exit 77
 fi
-for tool in fusermount3 mountpoint unshare cmp; do
+for tool in fusermount3 mountpoint unshare setpriv cmp; do
 	if ! command -v "$tool" >/dev/null 2>&1; then
 		echo "SKIP: $tool is missing (Debian packages fuse3, util-linux, diffutils)"
 		exit 77
 	fi
 done
+# The non-root user of the read-write checks.
+if ! user_uid=$(id -u nobody 2>/dev/null) || ! user_gid=$(id -g nobody 2>/dev/null); then
+	echo "SKIP: no user 'nobody'"
+	exit 77
+fi
 
 work=$(mktemp -d)
+chmod 755 "$work" # the non-root user reaches the mount through it
 src="$work/src"
 mnt="$work/mnt"
 stats="$work/stats.json"
@@ -136,6 +145,9 @@ for i in $(seq -w 1 20); do
 done
 printf 'bad bytes\n' >"$src/broken/bad.bin"
 printf 'good bytes\n' >"$src/broken/good.txt"
+# The non-root user's home on the mount.
+mkdir "$src/home"
+chown "$user_uid:$user_gid" "$src/home"
 total_size=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
 mib20=$((20 * 1048576))
 
@@ -172,9 +184,11 @@ expect_usage_error "give SOURCE and MOUNTPOINT" "$src"
 expect_usage_error "unexpected argument 'extra'" "$src" "$mnt" extra
 expect_usage_error "SOURCE '$work/missing'" "$work/missing" "$mnt"
 expect_usage_error "MOUNTPOINT '$work/missing'" "$src" "$work/missing"
-if ! "$pfs" --help | grep -qF -- "--bandwidth CURVE"; then
-	fail "--help does not describe --bandwidth"
-fi
+for option in "--bandwidth CURVE" "--read-only" "Writes are not paced"; do
+	if ! "$pfs" --help | grep -qF -- "$option"; then
+		fail "--help does not mention '$option'"
+	fi
+done
 if mountpoint -q "$mnt"; then
 	fail "a bad command line left a mount"
 	umount -l "$mnt"
@@ -196,21 +210,6 @@ fi
 t0=$(now_ms)
 cat "$mnt"/big/*.bin >/dev/null
 unlimited_ms=$(($(now_ms) - t0))
-if (echo x >"$mnt/new.txt") 2>"$work/err"; then
-	fail "creating a file succeeded"
-elif ! grep -q "Read-only file system" "$work/err"; then
-	fail "creating a file: $(cat "$work/err")"
-fi
-if (echo x >>"$mnt/small/01.dat") 2>"$work/err"; then
-	fail "appending to a file succeeded"
-elif ! grep -q "Read-only file system" "$work/err"; then
-	fail "appending to a file: $(cat "$work/err")"
-fi
-if "$python" -c 'import os, sys; os.open(sys.argv[1], os.O_RDWR)' "$mnt/big/01.bin" 2>"$work/err"; then
-	fail "opening a file read-write succeeded"
-elif ! grep -q "Read-only file system" "$work/err"; then
-	fail "opening read-write: $(cat "$work/err")"
-fi
 want_bytes=$((total_size + mib20))
 sleep 1.3 # the stats file is rewritten every second while mounted
 live_bytes=$(stat_field total bytes)
@@ -224,6 +223,302 @@ opens=$(stat_field total opens)
 file_count=$(find "$src" -type f | wc -l)
 [ "$opens" -ge $((file_count + 20)) ] || fail "stats: $opens opens, at least $((file_count + 20)) were made"
 echo "unlimited: 20 MiB in ${unlimited_ms} ms; stats: $final_bytes bytes, $opens opens, $(stat_field total reads) reads"
+
+# expect_error MESSAGE DESCRIPTION COMMAND...: COMMAND fails, saying MESSAGE.
+expect_error() {
+	local message=$1 what=$2
+	shift 2
+	if "$@" >/dev/null 2>"$work/err"; then
+		fail "$what succeeded"
+	elif ! grep -qF "$message" "$work/err"; then
+		fail "$what: not '$message': $(cat "$work/err")"
+	fi
+}
+
+# as_user COMMAND...: run COMMAND as the non-root user, from /.
+as_user() {
+	(cd / && setpriv --reuid="$user_uid" --regid="$user_gid" --clear-groups -- "$@")
+}
+
+# owner_is NODE: NODE (in the source, not followed) belongs to the non-root user.
+owner_is_user() {
+	local owner
+	owner=$(stat -c %u:%g "$1")
+	[ "$owner" = "$user_uid:$user_gid" ] || fail "${1#"$src"/}: owner $owner, not $user_uid:$user_gid"
+}
+
+# --- --read-only: every change fails with EROFS --------------------------
+find "$src" -printf '%p %s %m %u %Y\n' | sort >"$work/before"
+start_pfs --read-only
+ro="Read-only file system"
+expect_error "$ro" "--read-only: creating a file" touch "$mnt/new.txt"
+expect_error "$ro" "--read-only: appending to a file" \
+	dd if=/dev/null of="$mnt/small/01.dat" oflag=append conv=notrunc status=none
+expect_error "$ro" "--read-only: opening read-write" \
+	"$python" -c 'import os, sys; os.open(sys.argv[1], os.O_RDWR)' "$mnt/big/01.bin"
+expect_error "$ro" "--read-only: truncating" truncate -s 0 "$mnt/small/02.dat"
+expect_error "$ro" "--read-only: mkdir" mkdir "$mnt/newdir"
+expect_error "$ro" "--read-only: rm" rm -f "$mnt/small/03.dat"
+expect_error "$ro" "--read-only: rename" mv "$mnt/small/04.dat" "$mnt/small/04.moved"
+expect_error "$ro" "--read-only: chmod" chmod 600 "$mnt/small/05.dat"
+expect_error "$ro" "--read-only: symlink" ln -s 01.dat "$mnt/small/link"
+expect_error "$ro" "--read-only: touch" touch "$mnt/small/06.dat"
+case "$(stat -c %A "$mnt/small/01.dat")" in
+*w*) fail "--read-only: $(stat -c %A "$mnt/small/01.dat") shows write permission" ;;
+esac
+cmp -s "$src/small/01.dat" "$mnt/small/01.dat" || fail "--read-only: small/01.dat unreadable"
+stop_pfs
+find "$src" -printf '%p %s %m %u %Y\n' | sort >"$work/after"
+diff "$work/before" "$work/after" >"$work/diff" || fail "--read-only changed the source: $(cat "$work/diff")"
+[ "$(stat_field total writes)" = 0 ] || fail "--read-only: $(stat_field total writes) writes counted"
+
+# --- Read-write, as a non-root user --------------------------------------
+# Its files, their bytes in the source, owners and modes; what the kernel
+# refuses it; per-client write counters (bytes_written: exact).
+start_pfs -o allow_other
+home="$mnt/home"
+written=0
+as_user mkdir -p "$home/a/b/c" || fail "mkdir -p a/b/c"
+printf 'first\n' | as_user dd of="$home/a/b/c/f.txt" status=none || fail "writing a/b/c/f.txt"
+printf 'second line\n' | as_user dd of="$home/a/b/c/f.txt" oflag=append conv=notrunc status=none ||
+	fail "appending to a/b/c/f.txt"
+written=$((written + 6 + 12))
+printf 'first\nsecond line\n' >"$work/expect"
+cmp -s "$work/expect" "$src/home/a/b/c/f.txt" || fail "a/b/c/f.txt in the source: $(od -c "$src/home/a/b/c/f.txt" | head -3)"
+for node in a a/b a/b/c a/b/c/f.txt; do
+	owner_is_user "$src/home/$node"
+done
+head -c 3000000 /dev/urandom >"$work/random.bin"
+chmod 644 "$work/random.bin"
+as_user cp "$work/random.bin" "$home/random.bin" || fail "cp of 3 MB"
+written=$((written + 3000000))
+cmp -s "$work/random.bin" "$src/home/random.bin" || fail "random.bin differs in the source"
+cmp -s "$work/random.bin" "$home/random.bin" || fail "random.bin differs through the mount"
+owner_is_user "$src/home/random.bin"
+as_user truncate -s 1000 "$home/random.bin" || fail "truncate -s 1000"
+[ "$(stat -c %s "$src/home/random.bin")" = 1000 ] || fail "truncate: $(stat -c %s "$src/home/random.bin") bytes"
+cmp -s -n 1000 "$work/random.bin" "$src/home/random.bin" || fail "truncate changed the first 1000 bytes"
+# Modes: the caller's umask, chmod.
+(umask 002 && as_user touch "$home/umask.txt") || fail "creating umask.txt"
+[ "$(stat -c %a "$src/home/umask.txt")" = 664 ] || fail "umask 002: mode $(stat -c %a "$src/home/umask.txt"), not 664"
+as_user mkdir -m 750 "$home/private" || fail "mkdir -m 750"
+[ "$(stat -c %a "$src/home/private")" = 750 ] || fail "mkdir -m 750: mode $(stat -c %a "$src/home/private")"
+as_user chmod 640 "$home/a/b/c/f.txt" || fail "chmod 640"
+[ "$(stat -c %a "$src/home/a/b/c/f.txt")" = 640 ] || fail "chmod 640: mode $(stat -c %a "$src/home/a/b/c/f.txt")"
+as_user touch -d '2001-02-03 04:05:06 UTC' "$home/umask.txt" || fail "touch -d"
+[ "$(stat -c %Y "$src/home/umask.txt")" = 981173106 ] || fail "touch -d: mtime $(stat -c %Y "$src/home/umask.txt")"
+# Writing clears set-user-ID and set-group-ID as a local filesystem does.
+install -m 6775 -o "$user_uid" -g "$user_gid" /dev/null "$home/setid" || fail "install -m 6775"
+printf 'x' | as_user dd of="$home/setid" oflag=append conv=notrunc status=none || fail "appending to setid"
+written=$((written + 1))
+[ "$(stat -c %a "$src/home/setid")" = 775 ] || fail "a write left setid at mode $(stat -c %a "$src/home/setid")"
+chmod 6775 "$home/setid"
+as_user truncate -s 0 "$home/setid" || fail "truncating setid"
+[ "$(stat -c %a "$src/home/setid")" = 775 ] || fail "truncate left setid at mode $(stat -c %a "$src/home/setid")"
+rm "$home/setid"
+# Names: rename, symbolic and hard links, mktemp -d.
+as_user mv "$home/a/b/c/f.txt" "$home/a/moved.txt" || fail "mv"
+if [ -e "$src/home/a/b/c/f.txt" ] || ! cmp -s "$work/expect" "$src/home/a/moved.txt"; then
+	fail "mv: a/b/c/f.txt not moved to a/moved.txt in the source"
+fi
+as_user ln -s moved.txt "$home/a/link" || fail "ln -s"
+[ "$(readlink "$src/home/a/link")" = moved.txt ] || fail "ln -s: the source's link reads '$(readlink "$src/home/a/link")'"
+owner_is_user "$src/home/a/link"
+if ! as_user cat "$home/a/link" >"$work/out" || ! cmp -s "$work/expect" "$work/out"; then
+	fail "reading through the symbolic link"
+fi
+as_user ln "$home/a/moved.txt" "$home/a/hard" || fail "ln"
+[ "$(stat -c %i "$src/home/a/hard")" = "$(stat -c %i "$src/home/a/moved.txt")" ] || fail "ln: not a hard link in the source"
+tmp=$(as_user mktemp -d "$home/tmp.XXXXXX") || fail "mktemp -d"
+if [ ! -d "$src/home/${tmp##*/}" ] || [ "$(stat -c %a "$src/home/${tmp##*/}")" != 700 ]; then
+	fail "mktemp -d: ${tmp##*/} is not a 700 directory in the source"
+fi
+owner_is_user "$src/home/${tmp##*/}"
+# A set-group-ID directory gives new nodes its group, not the caller's.
+mkdir "$src/home/shared"
+chown "$user_uid:0" "$src/home/shared"
+chmod 2775 "$src/home/shared"
+as_user mkdir "$home/shared/sub" || fail "mkdir in a set-group-ID directory"
+as_user touch "$home/shared/file" || fail "creating a file in a set-group-ID directory"
+for node in sub file; do
+	[ "$(stat -c %u:%g "$src/home/shared/$node")" = "$user_uid:0" ] ||
+		fail "shared/$node: owner $(stat -c %u:%g "$src/home/shared/$node"), not $user_uid:0"
+done
+[ "$(stat -c %a "$src/home/shared/sub")" = 2755 ] || fail "shared/sub: mode $(stat -c %a "$src/home/shared/sub"), not 2755"
+# What the kernel refuses the user: root's directories, others' files.
+denied="Permission denied"
+expect_error "$denied" "the user creating in a root directory" as_user touch "$mnt/small/new.dat"
+expect_error "$denied" "the user appending to root's file" \
+	as_user dd if=/dev/null of="$mnt/small/01.dat" oflag=append conv=notrunc status=none
+expect_error "$denied" "the user removing root's file" as_user rm -f "$mnt/small/01.dat"
+[ -e "$src/small/new.dat" ] && fail "a refused create left small/new.dat in the source"
+cmp -s "$src/small/01.dat" "$mnt/small/01.dat" || fail "small/01.dat changed"
+# tar out and in, then rm -rf of it all.
+as_user tar -C "$home" -cf "$home/a.tar" a || fail "tar -cf"
+written=$((written + $(stat -c %s "$src/home/a.tar")))
+as_user mkdir "$home/untar" || fail "mkdir untar"
+as_user tar -C "$home/untar" -xf "$home/a.tar" || fail "tar -xf"
+written=$((written + $(stat -c %s "$work/expect"))) # moved.txt (hard: a link in the archive)
+diff -r "$src/home/a" "$src/home/untar/a" >"$work/diff" || fail "tar: the copy differs: $(cat "$work/diff")"
+as_user rm -rf "$home/a" "$home/untar" "$home/a.tar" "$tmp" "$home/shared" || fail "rm -rf"
+left=$(cd "$src/home" && find . -mindepth 1 | sort | tr '\n' ' ')
+[ "$left" = "./private ./random.bin ./umask.txt " ] || fail "after rm -rf the source's home holds: $left"
+# renameat2 flags (as root: the flags, not the permissions, are checked).
+printf X >"$home/x" || fail "writing x"
+printf Y >"$home/y" || fail "writing y"
+written=$((written + 2))
+"$python" - "$home" >"$work/out" 2>&1 <<'PYTHON' || fail "renameat2: $(cat "$work/out")"
+import ctypes, errno, os, sys
+os.chdir(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+AT_FDCWD, NOREPLACE, EXCHANGE = -100, 1, 2
+assert libc.renameat2(AT_FDCWD, b"x", AT_FDCWD, b"y", NOREPLACE) == -1
+assert ctypes.get_errno() == errno.EEXIST, os.strerror(ctypes.get_errno())
+assert libc.renameat2(AT_FDCWD, b"x", AT_FDCWD, b"y", EXCHANGE) == 0, os.strerror(ctypes.get_errno())
+assert libc.renameat2(AT_FDCWD, b"y", AT_FDCWD, b"z", NOREPLACE) == 0, os.strerror(ctypes.get_errno())
+PYTHON
+if [ "$(cat "$src/home/x")" != Y ] || [ "$(cat "$src/home/z" 2>&1)" != X ] || [ -e "$src/home/y" ]; then
+	fail "renameat2: the source has x='$(cat "$src/home/x")' z='$(cat "$src/home/z" 2>&1)'"
+fi
+# A file removed while open stays usable until closed (fstat included).
+"$python" - "$home/open.bin" >"$work/out" 2>&1 <<'PYTHON' || fail "a file removed while open: $(cat "$work/out")"
+import os, sys, time
+with open(sys.argv[1], "w+b") as f:
+    f.write(b"abc")
+    f.flush()
+    os.unlink(sys.argv[1])
+    f.write(b"def")
+    f.flush()
+    f.seek(0)
+    assert f.read() == b"abcdef"
+    assert os.fstat(f.fileno()).st_size == 6
+# The hidden name goes at the release, which follows close() shortly.
+for _ in range(100):
+    if not [n for n in os.listdir(os.path.dirname(sys.argv[1])) if n.startswith(".fuse")]:
+        break
+    time.sleep(0.01)
+else:
+    raise AssertionError(os.listdir(os.path.dirname(sys.argv[1])))
+PYTHON
+written=$((written + 6))
+# Another client: 4 writes of 64 KiB from a network namespace of its own.
+unshare --net dd if=/dev/zero of="$home/netns.bin" bs=65536 count=4 status=none ||
+	fail "writing from another network namespace"
+stop_pfs
+echo "read-write: $(stat_field total writes) writes of $(stat_field total bytes_written) bytes by $(stat_field count -) clients"
+[ "$(stat_field count -)" = 2 ] || fail "writes from two namespaces: $(stat_field count -) clients in the stats"
+[ "$(stat_field min bytes_written)" = 262144 ] ||
+	fail "the other namespace's bytes_written: $(stat_field min bytes_written), want 262144"
+[ "$(stat_field max bytes_written)" = "$written" ] ||
+	fail "this namespace's bytes_written: $(stat_field max bytes_written), want $written"
+[ "$(stat_field min writes)" -ge 4 ] || fail "the other namespace's writes: $(stat_field min writes), want >= 4"
+[ "$(stat_field total bytes_written)" = $((written + 262144)) ] ||
+	fail "total bytes_written $(stat_field total bytes_written), want $((written + 262144))"
+
+# --- Paths never lead out of SOURCE ---------------------------------------
+# A directory the kernel has cached (for a second) is replaced in the
+# source by a symbolic link out of it: the daemon does not follow it.
+mkdir "$src/swap" "$work/outside"
+echo secret >"$work/outside/secret"
+start_pfs
+ls "$mnt/swap" >/dev/null || fail "ls swap"
+mv "$src/swap" "$src/swap.old"
+ln -s "$work/outside" "$src/swap"
+if cat "$mnt/swap/secret" >"$work/out" 2>"$work/err"; then
+	fail "read $work/outside/secret through a symbolic link in the source: $(cat "$work/out")"
+elif ! grep -q "Invalid cross-device link" "$work/err"; then
+	fail "reading through a symbolic link in the source: $(cat "$work/err")"
+fi
+touch "$mnt/swap/new" 2>/dev/null
+[ -e "$work/outside/new" ] && fail "created $work/outside/new through a symbolic link in the source"
+stop_pfs
+rm -r "$src/swap" "$src/swap.old" "$work/outside"
+
+# --- Programs and libraries on the mount ----------------------------------
+# Installed by the user and run from the mount (exec and the loader mmap
+# the file); a library preloaded from it.
+start_pfs -o allow_other
+as_user mkdir "$home/bin" "$home/lib" || fail "mkdir bin lib"
+as_user install -m 0755 /bin/true "$home/bin/true" || fail "install /bin/true"
+cmp -s /bin/true "$src/home/bin/true" || fail "install: bin/true differs in the source"
+as_user "$home/bin/true" || fail "running bin/true from the mount as the user"
+"$home/bin/true" || fail "running bin/true from the mount as root"
+if [ "$(head -c 4 "$pfs" | od -An -c | tr -d ' ')" = '177ELF' ]; then
+	install -m 0755 "$pfs" "$home/bin/nopfs-pfs"
+	"$pfs" --help >"$work/help.want"
+	as_user "$home/bin/nopfs-pfs" --help >"$work/help.got" 2>&1 ||
+		fail "running nopfs-pfs from the mount: $(cat "$work/help.got")"
+	cmp -s "$work/help.want" "$work/help.got" || fail "nopfs-pfs from the mount printed another help"
+fi
+library="${top_builddir:-.}/lib/.libs/libnopfs_preload.so"
+if [ ! -f "$library" ]; then
+	library=$(ldconfig -p | awk '$1 == "libz.so.1" { print $NF; exit }')
+fi
+if [ -z "$library" ] || [ ! -f "$library" ]; then
+	fail "no library to preload (lib/.libs/libnopfs_preload.so, libz.so.1)"
+else
+	install -m 0644 "$library" "$home/lib/${library##*/}"
+	preload="$home/lib/${library##*/}"
+	as_user env LD_PRELOAD="$preload" cat /proc/self/maps >"$work/maps" 2>"$work/err" ||
+		fail "LD_PRELOAD of ${library##*/} from the mount: $(cat "$work/err")"
+	grep -qF "$preload" "$work/maps" || fail "LD_PRELOAD: $preload is not mapped: $(cat "$work/err")"
+	[ -s "$work/err" ] && fail "LD_PRELOAD of ${library##*/}: $(cat "$work/err")"
+	"$python" -c 'import ctypes, sys; ctypes.CDLL(sys.argv[1])' "$preload" 2>"$work/err" ||
+		fail "dlopen of ${library##*/} from the mount: $(cat "$work/err")"
+fi
+# Not a check: shared mappings need libfuse 3.17 (see contrib/pfs/mount.c).
+if "$python" -c 'import mmap, sys; f = open(sys.argv[1], "rb"); mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)' "$home/bin/true" 2>"$work/err"; then
+	echo "shared mmap: works"
+else
+	echo "shared mmap: $(tail -1 "$work/err")"
+fi
+stop_pfs
+[ "$(stat_field total reads)" -gt 0 ] || fail "running programs from the mount counted no reads"
+
+# --- The page cache hides no read -----------------------------------------
+# A private mapping of a 1 MiB file reads it through the daemon; a read(2)
+# of the same file, mapped at the time, is counted again.
+start_pfs
+"$python" - "$mnt/big/01.bin" >"$work/out" 2>&1 <<'PYTHON' || fail "mmap and read: $(cat "$work/out")"
+import mmap, sys
+with open(sys.argv[1], "rb") as f:
+    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY)
+    mapped = m[:]
+    assert f.read() == mapped and len(mapped) == 1048576
+PYTHON
+stop_pfs
+cache_bytes=$(stat_field total bytes)
+echo "mmap then read(2) of 1 MiB: $cache_bytes bytes read through the emulation"
+in_range "$cache_bytes" $((2 * 1048576)) $((3 * 1048576)) ||
+	fail "mmap and read of 1 MiB counted $cache_bytes bytes, want 2-3 MiB"
+
+# --- Writes: the latency, not the bandwidth -------------------------------
+start_pfs --latency 50
+t0=$(now_ms)
+dd if=/dev/zero of="$home/latency.bin" bs=4096 count=10 status=none || fail "dd with --latency"
+write_ms=$(($(now_ms) - t0))
+stop_pfs
+writes=$(stat_field total writes)
+requests=$(($(stat_field total opens) + writes))
+expected_ms=$((requests * 50))
+echo "--latency 50: $requests opens+writes in ${write_ms} ms (expected ${expected_ms} ms)"
+[ "$writes" -ge 10 ] || fail "--latency: 10 writes made, $writes counted"
+[ "$(stat_field total bytes_written)" = 40960 ] ||
+	fail "--latency: bytes_written $(stat_field total bytes_written), want 40960"
+in_range "$write_ms" $((expected_ms * 95 / 100)) $((expected_ms + 700)) ||
+	fail "--latency 50: ${write_ms} ms for $requests opens+writes, want about ${expected_ms} ms"
+
+# 16 MiB at 4 MiB/s would take 4 s.
+start_pfs --bandwidth 1:4M
+t0=$(now_ms)
+dd if=/dev/zero of="$home/bandwidth.bin" bs=1M count=16 status=none || fail "dd of 16 MiB"
+write_ms=$(($(now_ms) - t0))
+stop_pfs
+echo "--bandwidth 1:4M: 16 MiB written in ${write_ms} ms (not paced)"
+[ "$(stat_field total bytes_written)" = $((16 * 1048576)) ] ||
+	fail "bytes_written $(stat_field total bytes_written), want $((16 * 1048576))"
+[ "$write_ms" -lt 2000 ] || fail "--bandwidth 1:4M paced writes: 16 MiB in ${write_ms} ms"
+[ "$(stat_field total reads)" = 0 ] || fail "writing counted $(stat_field total reads) reads"
 
 # --- --bandwidth 1:20M: one reader, 20 MiB in about 1 s -------------------
 start_pfs --bandwidth 1:20M
@@ -280,9 +575,11 @@ fi
 cmp -s "$src/broken/good.txt" "$mnt/broken/good.txt" || fail "--fail: broken/good.txt unreadable"
 cmp -s "$src/small/08.dat" "$mnt/small/08.dat" || fail "--fail: small/08.dat unreadable"
 [ -e "$mnt/broken/bad.bin" ] || fail "--fail: broken/bad.bin is not even listed"
+expect_error "Input/output error" "--fail: creating broken/new.bin" touch "$mnt/broken/new.bin"
+[ -e "$src/broken/new.bin" ] && fail "--fail: broken/new.bin was created in the source"
 stop_pfs
 errors=$(stat_field total errors)
-[ "$errors" = 2 ] || fail "--fail: stats count $errors errors, want 2"
+[ "$errors" = 3 ] || fail "--fail: stats count $errors errors, want 3"
 
 # netns_read first|second: cat the first or second 10 MiB of big/ from a new
 # network namespace.
