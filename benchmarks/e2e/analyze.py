@@ -1,0 +1,654 @@
+#!/usr/bin/env python3
+"""Analyze the end-to-end benchmark's results.
+
+usage: analyze.py RESULTS [--out DIR] [--no-plot] [--strict]
+
+RESULTS/REGIME/CONFIG/ holds one run:
+  rank-*.csv   benchmarks/e2e/train.py's per-batch rows, one file per rank
+               (rank,epoch,batch,samples,bytes,t_request,t_ready,t_done);
+  meta.json    {"dataset_bytes": S, "samples": F, "epochs": E, "nodes": N,
+               "ranks": R, "kind": ..., "regime": ...} (or in RESULTS/REGIME/;
+               optional "fits": true|false or "cache_bytes": the cluster's
+               cache, else the tiers of report.json say whether S fits);
+  pfs.json     optional: {"bytes_read": N} measured by the emulated PFS for
+               the run (the ground truth of PFS traffic);
+  report.json  optional: nopfs's merged job report (nopfs runs).
+CONFIG is plain, nopfs or noio (train.py --synthetic), and mpi-plain,
+mpi-nopfs, mpi-noio the same with the MPI training program.
+
+Prints one table per regime, then the targets, each as
+"target ... : measured ... : met|NOT met|n/a". Epoch time = the last t_done
+of the epoch over all ranks - the first t_request of the epoch over all ranks;
+batch time = t_done - t_request; stall = the sum of t_ready - t_request per
+rank, mean over ranks. Writes DIR/summary.csv, DIR/targets.csv and, with
+gnuplot, DIR/e2e.png from DIR/e2e.gp (epoch times per configuration grouped
+by regime; CDF of batch times). Exit status: 0, 1 when an input is missing or
+malformed (every such file named, what could be analyzed still is), 2 on bad
+arguments, 3 with --strict when a target is not met.
+"""
+import argparse
+import csv
+import glob
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+PROGRAM = "analyze.py"
+CSV_HEADER = ["rank", "epoch", "batch", "samples", "bytes", "t_request", "t_ready", "t_done"]
+CONFIG_ORDER = ["plain", "nopfs", "noio", "mpi-plain", "mpi-nopfs", "mpi-noio"]
+SOURCES = [("ram", "RAM"), ("ssd", "SSD"), ("peer", "peers"), ("pfs", "PFS"),
+           ("staging", "staged")]
+META_INTS = ["dataset_bytes", "samples", "epochs", "nodes", "ranks"]
+CDF_POINTS = 2000
+
+# the targets
+NOIO_SLACK = 1.05      # nopfs epochs >= 1 within 5% of no I/O
+SPEEDUP = 3.0          # plain / nopfs over all epochs
+EPOCH0 = 1.0           # nopfs epoch 0 not slower than plain
+PFS_BOUND = 1.02       # PFS bytes / S when the dataset fits
+
+
+class InputError(Exception):
+    """A missing or malformed input file: the message names it."""
+
+
+def base_of(config):
+    """plain, nopfs or noio, for mpi-plain too."""
+    return config[4:] if config.startswith("mpi-") else config
+
+
+def prefix_of(config):
+    return "mpi-" if config.startswith("mpi-") else ""
+
+
+def load_json(path, required):
+    if not os.path.exists(path):
+        if required:
+            raise InputError(f"{path}: missing")
+        return None
+    try:
+        with open(path) as f:
+            value = json.load(f)
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}")
+    except ValueError as e:
+        raise InputError(f"{path}: not valid JSON ({e})")
+    if not isinstance(value, dict):
+        raise InputError(f"{path}: not a JSON object")
+    return value
+
+
+def number_at(document, path, keys, kind=(int, float)):
+    """The number at the dotted @keys of @document (read from @path)."""
+    value = document
+    for key in keys.split("."):
+        if not isinstance(value, dict) or key not in value:
+            raise InputError(f"{path}: key '{keys}' is missing")
+        value = value[key]
+    if isinstance(value, bool) or not isinstance(value, kind) or value < 0:
+        raise InputError(f"{path}: key '{keys}' is not a non-negative number")
+    return value
+
+
+def read_meta(regime_dir, config_dir):
+    path = os.path.join(config_dir, "meta.json")
+    if not os.path.exists(path) and os.path.exists(os.path.join(regime_dir, "meta.json")):
+        path = os.path.join(regime_dir, "meta.json")
+    meta = load_json(path, True)
+    for key in META_INTS:
+        number_at(meta, path, key, int)
+    if meta["epochs"] < 1 or meta["ranks"] < 1 or meta["samples"] < 1:
+        raise InputError(f"{path}: epochs, samples and ranks must be at least 1")
+    meta["path"] = path
+    return meta
+
+
+def read_rank_csv(path):
+    """Rows of one rank's CSV as tuples of numbers."""
+    rows = []
+    try:
+        with open(path, newline="") as f:
+            reader = csv.reader(f)
+            header = next(reader, None)
+            if header != CSV_HEADER:
+                raise InputError(f"{path}: the header is not {','.join(CSV_HEADER)}")
+            for line, row in enumerate(reader, 2):
+                if len(row) != len(CSV_HEADER):
+                    raise InputError(f"{path} line {line}: {len(row)} fields, expected "
+                                     f"{len(CSV_HEADER)}")
+                try:
+                    rows.append((int(row[0]), int(row[1]), int(row[2]), int(row[3]),
+                                 int(row[4]), float(row[5]), float(row[6]), float(row[7])))
+                except ValueError:
+                    raise InputError(f"{path} line {line}: not numbers: {','.join(row)}")
+    except OSError as e:
+        raise InputError(f"{path}: {e.strerror}")
+    return rows
+
+
+def percentile(values, fraction):
+    """Linear interpolation between the closest ranks of sorted @values."""
+    if not values:
+        return math.nan
+    position = fraction * (len(values) - 1)
+    low = int(math.floor(position))
+    high = min(low + 1, len(values) - 1)
+    return values[low] + (values[high] - values[low]) * (position - low)
+
+
+class Run:
+    """One configuration of one regime."""
+
+    def __init__(self, regime, config, directory, regime_dir):
+        self.regime, self.config, self.directory = regime, config, directory
+        self.base = base_of(config)
+        self.meta = read_meta(regime_dir, directory)
+        paths = sorted(glob.glob(os.path.join(directory, "rank-*.csv")))
+        if not paths:
+            raise InputError(f"{os.path.join(directory, 'rank-*.csv')}: no such files")
+        self.rows = []
+        for path in paths:
+            rows = read_rank_csv(path)
+            if not rows:
+                raise InputError(f"{path}: no batches")
+            self.rows.extend(rows)
+        self.report = load_json(os.path.join(directory, "report.json"), False)
+        self.pfs = load_json(os.path.join(directory, "pfs.json"), False)
+        self.warnings = []
+        self.compute()
+
+    def compute(self):
+        epochs = {}
+        for rank, epoch, _batch, samples, size, t_request, t_ready, t_done in self.rows:
+            e = epochs.setdefault(epoch, {"start": t_request, "end": t_done, "samples": 0,
+                                          "bytes": 0})
+            e["start"] = min(e["start"], t_request)
+            e["end"] = max(e["end"], t_done)
+            e["samples"] += samples
+            e["bytes"] += size
+        self.epochs = epochs
+        self.epoch_time = {e: v["end"] - v["start"] for e, v in epochs.items()}
+        self.epoch0 = self.epoch_time.get(0, math.nan)
+        later = [t for e, t in self.epoch_time.items() if e >= 1]
+        self.later = sum(later) / len(later) if later else math.nan
+        self.total = sum(self.epoch_time.values())
+        self.batch_times = sorted(max(r[7] - r[5], 1e-6) for r in self.rows)
+        self.p50 = percentile(self.batch_times, 0.50)
+        self.p99 = percentile(self.batch_times, 0.99)
+        stall = {}
+        for r in self.rows:
+            stall[r[0]] = stall.get(r[0], 0.0) + (r[6] - r[5])
+        self.ranks = sorted(stall)
+        self.stall = sum(stall.values()) / len(stall)
+        self.read_bytes = sum(r[4] for r in self.rows)
+        self.check_complete()
+        self.pfs_figures()
+        self.sources = self.source_shares()
+
+    def check_complete(self):
+        """Every sample of every epoch once across the ranks (the sampler pads
+        to a multiple of the ranks, or drops the tail)."""
+        meta = self.meta
+        if len(self.ranks) != meta["ranks"]:
+            self.warnings.append(f"{len(self.ranks)} rank CSVs, meta.json says "
+                                 f"{meta['ranks']} ranks")
+        if self.ranks != list(range(len(self.ranks))):
+            self.warnings.append(f"ranks {self.ranks} are not 0..{len(self.ranks) - 1}")
+        missing = [e for e in range(meta["epochs"]) if e not in self.epochs]
+        if missing:
+            self.warnings.append(f"epochs missing: {missing}")
+        extra = sorted(e for e in self.epochs if not 0 <= e < meta["epochs"])
+        if extra:
+            self.warnings.append(f"epochs beyond meta.json's {meta['epochs']}: {extra}")
+        ranks, samples = meta["ranks"], meta["samples"]
+        accepted = {-(-samples // ranks) * ranks, samples // ranks * ranks}
+        for e in sorted(self.epochs):
+            got = self.epochs[e]["samples"]
+            if got not in accepted:
+                self.warnings.append(f"epoch {e}: {got} samples, expected "
+                                     f"{' or '.join(str(a) for a in sorted(accepted))}")
+        self.complete = not self.warnings
+
+    def pfs_figures(self):
+        """PFS bytes read by the run, and where the figure comes from."""
+        if self.pfs is not None:
+            path = os.path.join(self.directory, "pfs.json")
+            self.pfs_bytes = number_at(self.pfs, path, "bytes_read", int)
+            self.pfs_source = "pfs.json"
+        elif self.report is not None:
+            path = os.path.join(self.directory, "report.json")
+            self.pfs_bytes = number_at(self.report, path, "pfs_bytes", int)
+            self.pfs_source = "report"
+        elif self.base == "plain":
+            self.pfs_bytes = self.read_bytes
+            self.pfs_source = "loader"
+        elif self.base == "noio":
+            self.pfs_bytes = 0
+            self.pfs_source = "none"
+        else:
+            self.pfs_bytes = None
+            self.pfs_source = "-"
+        self.benchmark_bytes = 0
+        if self.report is not None and "benchmark_bytes" in self.report:
+            path = os.path.join(self.directory, "report.json")
+            self.benchmark_bytes = number_at(self.report, path, "benchmark_bytes", int)
+
+    def source_shares(self):
+        """Share of the bytes delivered by source: {key: fraction}, or None."""
+        if self.base == "plain":
+            return {"pfs": 1.0}
+        if self.base == "noio" or self.report is None:
+            return None
+        path = os.path.join(self.directory, "report.json")
+        counts = {key: number_at(self.report, path, f"delivered.{key}.bytes", int)
+                  for key, _label in SOURCES}
+        total = sum(counts.values())
+        if total == 0:
+            return None
+        return {key: value / total for key, value in counts.items()}
+
+    def pfs_ratios(self):
+        """(x E*S, x S) of the PFS bytes, or (None, None)."""
+        S, E = self.meta["dataset_bytes"], self.meta["epochs"]
+        if self.pfs_bytes is None or S == 0:
+            return None, None
+        return self.pfs_bytes / (E * S), self.pfs_bytes / S
+
+
+def format_bytes(value):
+    if value is None:
+        return "-"
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if value >= size:
+            return f"{value / size:.2f} {unit}"
+    return f"{value} B"
+
+
+def format_number(value, scale=1.0, digits=3):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value * scale:.{digits}f}"
+
+
+def format_sources(run):
+    if run.base == "noio":
+        return "none"
+    if run.sources is None:
+        return "-"
+    return " ".join(f"{label} {100 * run.sources.get(key, 0):.1f}%"
+                    for key, label in SOURCES if key in run.sources)
+
+
+def dataset_fits(runs):
+    """(fits: bool or None, why) for a regime."""
+    for run in runs:
+        meta = run.meta
+        if isinstance(meta.get("fits"), bool):
+            return meta["fits"], f"{meta['path']} says so"
+        if "cache_bytes" in meta:
+            cache = number_at(meta, meta["path"], "cache_bytes", int)
+            return meta["dataset_bytes"] <= cache, f"cache {format_bytes(cache)} per meta.json"
+    for run in runs:
+        if run.report is None or not isinstance(run.report.get("per_node"), list):
+            continue
+        path = os.path.join(run.directory, "report.json")
+        capacity = 0
+        for node, report in enumerate(run.report["per_node"]):
+            tiers = report.get("tiers") if isinstance(report, dict) else None
+            if not isinstance(tiers, list):
+                raise InputError(f"{path}: key 'per_node.{node}.tiers' is not an array")
+            for t, tier in enumerate(tiers):
+                if not isinstance(tier, dict):
+                    raise InputError(f"{path}: key 'per_node.{node}.tiers.{t}' is not an object")
+                capacity += number_at(tier, path, "capacity", int)
+        nodes = len(run.report["per_node"])
+        return (run.meta["dataset_bytes"] <= capacity,
+                f"tiers of {nodes} nodes hold {format_bytes(capacity)} per {path}")
+    return None, "no 'fits' or 'cache_bytes' in meta.json and no report.json"
+
+
+class Target:
+    def __init__(self, regime, what, measured, met):
+        self.regime, self.what, self.measured, self.met = regime, what, measured, met
+
+    def verdict(self):
+        return "n/a" if self.met is None else ("met" if self.met else "NOT met")
+
+    def line(self):
+        return f"target {self.what} : measured {self.measured} : {self.verdict()}"
+
+
+def valid(*values):
+    return all(v is not None and not (isinstance(v, float) and math.isnan(v)) and v > 0
+               for v in values)
+
+
+def regime_targets(regime, runs, fits, why):
+    by_config = {run.config: run for run in runs}
+    targets = []
+    for prefix in ("", "mpi-"):
+        nopfs = by_config.get(prefix + "nopfs")
+        plain = by_config.get(prefix + "plain")
+        noio = by_config.get(prefix + "noio") or by_config.get("noio")
+        if nopfs is None:
+            continue
+        name = prefix + "nopfs"
+        if noio is not None:
+            what = f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x {noio.config}"
+            if valid(nopfs.later, noio.later):
+                ratio = nopfs.later / noio.later
+                targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.later:.3f} s vs "
+                                      f"{noio.later:.3f} s)", ratio <= NOIO_SLACK))
+            else:
+                targets.append(Target(regime, what, "n/a (needs 2 epochs or more)", None))
+        if plain is not None:
+            what = f"{plain.config} / {name} over all epochs >= {SPEEDUP:.1f} x"
+            if valid(plain.total, nopfs.total):
+                ratio = plain.total / nopfs.total
+                targets.append(Target(regime, what, f"{ratio:.2f} x ({plain.total:.3f} s vs "
+                                      f"{nopfs.total:.3f} s)", ratio >= SPEEDUP))
+            else:
+                targets.append(Target(regime, what, "n/a", None))
+            what = f"{name} epoch 0 <= {EPOCH0:.2f} x {plain.config} epoch 0"
+            if valid(plain.epoch0, nopfs.epoch0):
+                ratio = nopfs.epoch0 / plain.epoch0
+                targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.epoch0:.3f} s vs "
+                                      f"{plain.epoch0:.3f} s)", ratio <= EPOCH0))
+            else:
+                targets.append(Target(regime, what, "n/a", None))
+        what = f"{name} PFS bytes <= {PFS_BOUND:.2f} x S when the dataset fits"
+        _, x_s = nopfs.pfs_ratios()
+        if fits is None:
+            targets.append(Target(regime, what, f"n/a ({why})", None))
+        elif not fits:
+            measured = f"{x_s:.3f} x S" if x_s is not None else "-"
+            targets.append(Target(regime, what, f"{measured}; does not fit ({why})", None))
+        elif x_s is None:
+            targets.append(Target(regime, what, "n/a (no pfs.json or report.json)", None))
+        else:
+            extra = ""
+            if nopfs.pfs_source == "pfs.json" and nopfs.benchmark_bytes:
+                S = nopfs.meta["dataset_bytes"]
+                extra = (f"; {(nopfs.pfs_bytes - nopfs.benchmark_bytes) / S:.3f} x S without "
+                         f"the agents' self-benchmark")
+            targets.append(Target(regime, what, f"{x_s:.3f} x S ({nopfs.pfs_source}{extra}; "
+                                  f"fits: {why})", x_s <= PFS_BOUND))
+    return targets
+
+
+def consistency_warnings(runs):
+    """The same sampler and sizes must deliver the same bytes per epoch in
+    every configuration of a regime."""
+    warnings = []
+    reference = next((r for r in runs if r.base == "plain"), runs[0])
+    for run in runs:
+        if run is reference or prefix_of(run.config) != prefix_of(reference.config):
+            continue
+        for e in sorted(set(run.epochs) & set(reference.epochs)):
+            a, b = reference.epochs[e]["bytes"], run.epochs[e]["bytes"]
+            if a != b:
+                warnings.append(f"epoch {e}: {run.config} delivered {b} bytes, "
+                                f"{reference.config} {a}")
+                break
+    return warnings
+
+
+COLUMNS = [("config", 10, "<"), ("epoch0 s", 9, ">"), ("ep>=1 s", 9, ">"),
+           ("total s", 9, ">"), ("p50 ms", 8, ">"), ("p99 ms", 8, ">"), ("stall s", 9, ">"),
+           ("PFS read", 10, ">"), ("from", 8, "<"), ("xE*S", 6, ">"), ("xS", 6, ">"),
+           ("sources", 0, "<")]
+
+
+def table_line(values):
+    return "  ".join(f"{v:{align}{width}}" for v, (_, width, align) in zip(values, COLUMNS))
+
+
+def print_regime(regime, out):
+    runs, targets, fits, why = regime.runs, regime.targets, regime.fits, regime.why
+    meta = runs[0].meta
+    fit_text = "unknown" if fits is None else ("yes" if fits else "no")
+    print(f"== regime {regime.name}: {meta.get('kind', '?')}, "
+          f"S = {format_bytes(meta['dataset_bytes'])} ({meta['samples']} samples), "
+          f"E = {meta['epochs']}, {meta['nodes']} nodes, {meta['ranks']} ranks; "
+          f"dataset fits: {fit_text} ({why})", file=out)
+    print(table_line([c[0] for c in COLUMNS]), file=out)
+    for run in runs:
+        x_es, x_s = run.pfs_ratios()
+        print(table_line([
+            run.config, format_number(run.epoch0), format_number(run.later),
+            format_number(run.total), format_number(run.p50, 1e3, 1),
+            format_number(run.p99, 1e3, 1), format_number(run.stall),
+            format_bytes(run.pfs_bytes), run.pfs_source, format_number(x_es, 1, 2),
+            format_number(x_s, 1, 2), format_sources(run)]).rstrip(), file=out)
+    for run in runs:
+        for warning in run.warnings:
+            print(f"warning: {run.config}: {warning}", file=out)
+    for run in runs[1:]:
+        differ = [key for key in META_INTS if run.meta[key] != meta[key]]
+        if differ:
+            print(f"warning: {run.config}: {run.meta['path']} differs from "
+                  f"{meta['path']} in {', '.join(differ)}", file=out)
+    for warning in consistency_warnings(runs):
+        print(f"warning: {warning}", file=out)
+    for target in targets:
+        print(target.line(), file=out)
+    print(file=out)
+
+
+SUMMARY_FIELDS = ["regime", "config", "kind", "nodes", "ranks", "epochs", "samples",
+                  "dataset_bytes", "epoch0_s", "epochs_ge1_mean_s", "total_s", "batch_p50_s",
+                  "batch_p99_s", "stall_s", "pfs_bytes", "pfs_source", "pfs_x_ES", "pfs_x_S",
+                  "share_ram", "share_ssd", "share_peer", "share_pfs", "share_staging",
+                  "complete"]
+
+
+def csv_number(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:.6f}" if isinstance(value, float) else str(value)
+
+
+def write_summary(path, regimes):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(SUMMARY_FIELDS)
+        for regime in regimes:
+            for run in regime.runs:
+                x_es, x_s = run.pfs_ratios()
+                shares = run.sources or {}
+                meta = run.meta
+                writer.writerow([regime.name, run.config, meta.get("kind", ""), meta["nodes"],
+                                 meta["ranks"], meta["epochs"], meta["samples"],
+                                 meta["dataset_bytes"]]
+                                + [csv_number(v) for v in (run.epoch0, run.later, run.total,
+                                                           run.p50, run.p99, run.stall,
+                                                           run.pfs_bytes)]
+                                + [run.pfs_source, csv_number(x_es), csv_number(x_s)]
+                                + [csv_number(shares.get(key, 0.0)) if run.sources else ""
+                                   for key, _label in SOURCES]
+                                + ["yes" if run.complete else "no"])
+
+
+def write_targets(path, regimes):
+    with open(path, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["regime", "target", "measured", "verdict"])
+        for regime in regimes:
+            for t in regime.targets:
+                writer.writerow([regime.name, t.what, t.measured, t.verdict()])
+
+
+def gnuplot_text(text):
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def write_plot(directory, regimes):
+    """e2e-epochs.dat, e2e-cdf.dat and e2e.gp; renders e2e.png when gnuplot
+    is there. Returns a note or None."""
+    configs = []
+    for regime in regimes:
+        for run in regime.runs:
+            if run.config not in configs:
+                configs.append(run.config)
+    with open(os.path.join(directory, "e2e-epochs.dat"), "w") as f:
+        for regime in regimes:
+            f.write(f"# regime {regime.name}: config, epoch 0, mean of epochs >= 1 (s)\n")
+            for run in regime.runs:
+                later = "?" if math.isnan(run.later) else f"{run.later:.6f}"
+                f.write(f'"{gnuplot_text(run.config)}" {run.epoch0:.6f} {later}\n')
+            f.write("\n\n")
+    curves = []
+    with open(os.path.join(directory, "e2e-cdf.dat"), "w") as f:
+        for r, regime in enumerate(regimes):
+            for run in regime.runs:
+                f.write(f"# {regime.name} {run.config}: batch time (s), fraction of batches\n")
+                times = run.batch_times
+                step = max(1, len(times) // CDF_POINTS)
+                points = list(range(0, len(times), step))
+                if points[-1] != len(times) - 1:
+                    points.append(len(times) - 1)
+                for i in points:
+                    f.write(f"{times[i]:.6f} {(i + 1) / len(times):.6f}\n")
+                f.write("\n\n")
+                curves.append((r, configs.index(run.config), f"{regime.name} {run.config}"))
+    plot_epochs = []
+    for r, regime in enumerate(regimes):
+        titles = ('title "epoch 0"', 'title "epochs >= 1 (mean)"') if r == 0 else ("notitle",) * 2
+        plot_epochs.append(f'newhistogram "{gnuplot_text(regime.name)}" lt 1, '
+                           f"'e2e-epochs.dat' index {r} using 2:xtic(1) {titles[0]} lt 1, "
+                           f"'' index {r} using 3 {titles[1]} lt 2")
+    plot_cdf = [f"'e2e-cdf.dat' index {i} using 1:2 with steps lc {c + 1} dt {r + 1} lw 2 "
+                f'title "{gnuplot_text(title)}"' for i, (r, c, title) in enumerate(curves)]
+    script = "\n".join([
+        "# written by benchmarks/e2e/analyze.py",
+        "set terminal pngcairo size 1400,600 font ',10'",
+        "set output 'e2e.png'",
+        "set datafile missing '?'",
+        "set multiplot layout 1,2 title 'nopfs end-to-end benchmark'",
+        "set title 'epoch time per configuration, grouped by regime'",
+        "set ylabel 'seconds'",
+        "set style data histograms",
+        "set style histogram clustered gap 1 title offset character 0,-0.6",
+        "set style fill solid 0.8 border -1",
+        "set boxwidth 0.9",
+        "set yrange [0:*]",
+        "set offsets 0, 0, graph 0.15, 0",
+        "set grid ytics",
+        "set key top right",
+        "set xtics scale 0 font ',9'",
+        "set bmargin 4",
+        "plot " + ", \\\n     ".join(plot_epochs),
+        "unset style",
+        "set style data lines",
+        "set title 'batch time (t\\_done - t\\_request), CDF'",
+        "set xlabel 'seconds'",
+        "set ylabel 'fraction of batches'",
+        "set logscale x",
+        "set yrange [0:1]",
+        "set offsets 0, 0, 0, 0",
+        "set bmargin",
+        "set xtics autofreq font ',10'",
+        "set grid xtics ytics",
+        "set key outside right top vertical font ',8'",
+        "plot " + ", \\\n     ".join(plot_cdf),
+        "unset multiplot",
+        ""])
+    with open(os.path.join(directory, "e2e.gp"), "w") as f:
+        f.write(script)
+    if shutil.which("gnuplot") is None:
+        return f"note: gnuplot not found in PATH; {directory}/e2e.gp was written but not rendered"
+    done = subprocess.run(["gnuplot", "e2e.gp"], cwd=directory, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise InputError(f"gnuplot failed on {directory}/e2e.gp: {done.stderr.strip()}")
+    return None
+
+
+def order_key(config):
+    return (CONFIG_ORDER.index(config) if config in CONFIG_ORDER else len(CONFIG_ORDER), config)
+
+
+class Regime:
+    def __init__(self, name, runs, problems):
+        self.name, self.runs = name, runs
+        try:
+            self.fits, self.why = dataset_fits(runs)
+        except InputError as e:
+            problems.append(f"{name}: {e}")
+            self.fits, self.why = None, "unknown: bad input"
+        self.targets = regime_targets(name, runs, self.fits, self.why)
+
+
+def collect(results, problems):
+    """[Regime]; a run whose inputs fail is left out and its problem
+    appended to @problems."""
+    regimes = []
+    for name in sorted(os.listdir(results)):
+        regime_dir = os.path.join(results, name)
+        if not os.path.isdir(regime_dir):
+            continue
+        configs = sorted((c for c in os.listdir(regime_dir)
+                          if os.path.isdir(os.path.join(regime_dir, c))), key=order_key)
+        if not configs:
+            print(f"{PROGRAM}: note: {regime_dir}: no configuration directories, ignored",
+                  file=sys.stderr)
+            continue
+        runs = []
+        for config in configs:
+            try:
+                runs.append(Run(name, config, os.path.join(regime_dir, config), regime_dir))
+            except InputError as e:
+                problems.append(f"{name}/{config}: skipped: {e}")
+        if runs:
+            regimes.append(Regime(name, runs, problems))
+    return regimes
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog=PROGRAM, description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", help="RESULTS/REGIME/CONFIG/{rank-*.csv,meta.json,...}")
+    parser.add_argument("--out", help="where summary.csv, targets.csv and the plot go "
+                        "(default: RESULTS)")
+    parser.add_argument("--no-plot", action="store_true", help="no gnuplot files")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 3 when a target is not met")
+    args = parser.parse_args(argv)
+    if not os.path.isdir(args.results):
+        parser.error(f"{args.results}: not a directory")
+    out_dir = args.out or args.results
+    if not os.path.isdir(out_dir):
+        parser.error(f"--out {out_dir}: not a directory")
+
+    problems = []
+    regimes = collect(args.results, problems)
+    for regime in regimes:
+        print_regime(regime, sys.stdout)
+    if regimes:
+        try:
+            write_summary(os.path.join(out_dir, "summary.csv"), regimes)
+            write_targets(os.path.join(out_dir, "targets.csv"), regimes)
+            print(f"wrote {os.path.join(out_dir, 'summary.csv')} and "
+                  f"{os.path.join(out_dir, 'targets.csv')}")
+            if not args.no_plot:
+                note = write_plot(out_dir, regimes)
+                print(note or f"wrote {os.path.join(out_dir, 'e2e.png')}")
+        except OSError as e:
+            problems.append(f"{e.filename}: {e.strerror}")
+        except InputError as e:
+            problems.append(str(e))
+    else:
+        problems.append(f"{args.results}: no results (expected RESULTS/REGIME/CONFIG/rank-*.csv)")
+    for problem in problems:
+        print(f"{PROGRAM}: error: {problem}", file=sys.stderr)
+    if problems:
+        return 1
+    if args.strict and any(t.met is False for regime in regimes for t in regime.targets):
+        return 3
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
