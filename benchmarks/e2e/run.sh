@@ -1,0 +1,224 @@
+#!/bin/bash
+# The end-to-end benchmark: the same PyTorch training emulation
+# (benchmarks/e2e/train.py) run side by side on the 3-node test cluster whose
+# shared PFS is the emulated, contended one (contrib/pfs/nopfs-pfs):
+#   plain   PyTorch's DataLoader + DistributedSampler reading the PFS;
+#   nopfs   the same script, unchanged, under srun --nopfs-dataset=...;
+#   noio    the same script on in-memory data (--synthetic): the no-I/O bound;
+# and, in one regime, the C/MPI program (benchmarks/e2e/train_mpi) plain,
+# under nopfs and without I/O. Datasets in three regimes relative to the
+# cluster's cache: one node's RAM tier holds it (node); only the three
+# together do (aggregate); they do not (beyond). Then benchmarks/e2e/analyze.py
+# prints the table and the targets and plots. Root only (the cluster).
+#
+#   benchmarks/e2e/run.sh [--quick] [--out DIR] [--epochs E] [--kinds LIST]
+#                         [--regimes LIST] [--pfs "NOPFS-PFS OPTIONS"] [--no-mpi]
+#                         [--keep-cluster]
+set -euo pipefail
+
+SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
+BUILDDIR=$(cd "${NOPFS_BUILDDIR:-$SRCDIR}" && pwd)
+NC=$SRCDIR/contrib/cluster/nopfs-cluster
+PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
+
+OUT=$PWD/e2e-results
+EPOCHS=3
+KINDS=imagenet,cosmoflow
+REGIMES=node,aggregate,beyond
+# A PFS whose aggregate bandwidth barely grows with readers (per node: 20,
+# 12.5, 9.3 MiB/s with 1, 2, 3 nodes reading), 2 ms per operation, 1% of the
+# reads 50 ms late: the Lassen curve's shape (t(1) = 330 MB/s), scaled down
+# to what one 2-core machine can feed, and made contended.
+PFS_OPTS="--bandwidth 1:20M,2:25M,3:28M --latency 2 --noise 0.01:50"
+MPI=1
+QUICK=0
+KEEP=0
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+while (($#)); do
+	case $1 in
+	--quick) QUICK=1; shift ;;
+	--out) OUT=${2:?--out needs a directory}; shift 2 ;;
+	--epochs) EPOCHS=${2:?--epochs needs a number}; shift 2 ;;
+	--kinds) KINDS=${2:?--kinds needs a list}; shift 2 ;;
+	--regimes) REGIMES=${2:?--regimes needs a list}; shift 2 ;;
+	--pfs) PFS_OPTS=${2:?--pfs needs nopfs-pfs options}; shift 2 ;;
+	--no-mpi) MPI=0; shift ;;
+	--keep-cluster) KEEP=1; shift ;;
+	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) die "unknown argument '$1' (see --help)" ;;
+	esac
+done
+if ! [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || ((EPOCHS < 2)); then
+	die "--epochs must be 2 or more, not '$EPOCHS'"
+fi
+if ((QUICK)); then # the cluster test's size: one small regime, no MPI
+	KINDS=imagenet
+	REGIMES=aggregate
+	MPI=0
+fi
+((EUID == 0)) || die "must run as root (it starts the test cluster)"
+for f in nopfs-agent nopfs-report lib/.libs/libnopfs_preload.so spank/.libs/spank_nopfs.so \
+	contrib/pfs/nopfs-pfs; do
+	[[ -e $BUILDDIR/$f ]] || die "$BUILDDIR/$f is missing: build nopfs first (make -j2)"
+done
+if ((MPI)) && [[ ! -x $BUILDDIR/benchmarks/e2e/train_mpi ]]; then
+	echo "run.sh: no benchmarks/e2e/train_mpi (configure found no MPI): the MPI runs are skipped" >&2
+	MPI=0
+fi
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+# ---------------------------------------------------------------------------
+# the cluster with the emulated PFS and this build's plugin
+# ---------------------------------------------------------------------------
+STATE=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}
+export NOPFS_CLUSTER_PFS_EMULATE=$PFS_OPTS
+export NOPFS_CLUSTER_PFS_TOOL=$BUILDDIR/contrib/pfs/nopfs-pfs
+export NOPFS_SPANK_PLUGIN=$BUILDDIR/spank/.libs/spank_nopfs.so
+# The programs live beside the PFS, not on it (every node sees the state
+# dir): the emulated PFS counts the dataset's traffic, not the software's.
+SW=$STATE/sw
+export NOPFS_SPANK_ARGS="bindir=$SW/nopfs/bin preload=$SW/nopfs/lib/libnopfs_preload.so ready_timeout=120 report_wait=30"
+# shellcheck disable=SC2317 # the EXIT trap runs it
+finish() {
+	local rc=$?
+	((KEEP)) || "$NC" down >/dev/null 2>&1 || true
+	exit "$rc"
+}
+trap finish EXIT
+"$NC" up --nodes 3
+eval "$("$NC" env)"
+RUNU=()
+read -r -a RUNU <<<"$NOPFS_CLUSTER_RUN"
+install -d -m 0755 "$SW" "$SW/bin"
+"$SRCDIR/contrib/cluster/install-nopfs" "$BUILDDIR" "$SW/nopfs"
+install -m 0755 "$SRCDIR/benchmarks/e2e/train.py" "$SW/bin/"
+((MPI == 0)) || install -m 0755 "$BUILDDIR/benchmarks/e2e/train_mpi" "$SW/bin/"
+E2E=$NOPFS_CLUSTER_PFS/e2e
+install -d -m 0777 "$E2E" "$E2E/data" "$E2E/runs"
+export UCX_TLS=tcp # the nodes' namespaces do not isolate shared memory
+
+# pfs_bytes: bytes the nodes (not the controller or this machine) read from the PFS
+pfs_bytes() {
+	sleep 1.2 # the counters are written every second
+	"$PYTHON" - "$NOPFS_CLUSTER_PFS_STATS" "$NOPFS_CLUSTER_NETNS" <<'PY'
+import json, sys
+stats = json.load(open(sys.argv[1]))["clients"]
+nodes = [pair.split(":")[1] for pair in sys.argv[2].split() if pair.startswith("n")]
+print(sum(stats.get(inode, {}).get("bytes", 0) for inode in nodes))
+PY
+}
+
+# ---------------------------------------------------------------------------
+# workloads
+# ---------------------------------------------------------------------------
+# KIND: tier per node, batch size, compute per batch (s); the regimes' sizes
+# are 0.8, 2.4 and 4.8 times the tier of one node.
+workload() {
+	case $1 in
+	imagenet)
+		if ((QUICK)); then TIER_MB=40; else TIER_MB=100; fi
+		BATCH=16
+		COMPUTE=0.12
+		;;
+	cosmoflow)
+		TIER_MB=200
+		BATCH=1
+		COMPUTE=1.0
+		;;
+	*) die "--kinds: '$1' is not imagenet or cosmoflow" ;;
+	esac
+	case $2 in
+	node) SIZE_MB=$((TIER_MB * 8 / 10)) ;;
+	aggregate) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
+	beyond) SIZE_MB=$((TIER_MB * 48 / 10)) ;;
+	*) die "--regimes: '$2' is not node, aggregate or beyond" ;;
+	esac
+}
+
+# make_data KIND REGIME: DATA, INDEX (list kinds), DATA_BYTES, DATA_SAMPLES
+make_data() {
+	local line
+	DATA=$E2E/data/$1-$2
+	INDEX=
+	rm -rf "$DATA"
+	if [[ $1 == imagenet ]]; then
+		line=$("$PYTHON" "$SRCDIR/contrib/make-dataset" "$DATA" --kind imagenet \
+			--total "${SIZE_MB}M" --classes 20 --mean 110K --sd 30K | tail -n 1)
+	else
+		line=$("$PYTHON" "$SRCDIR/contrib/make-dataset" "$DATA" --kind cosmoflow \
+			--total "${SIZE_MB}M" --size 16M | tail -n 1)
+		INDEX=$DATA/index.txt
+	fi
+	# "DIR: KIND, N samples[ in C classes], B bytes (...)"
+	[[ $line =~ ,\ ([0-9]+)\ samples[^,]*,\ ([0-9]+)\ bytes ]] || die "make-dataset said: $line"
+	DATA_SAMPLES=${BASH_REMATCH[1]}
+	DATA_BYTES=${BASH_REMATCH[2]}
+	echo "# $1/$2: $DATA_SAMPLES samples, $DATA_BYTES bytes; tier ram:${TIER_MB}M per node"
+}
+
+# run_config KIND REGIME CONFIG
+run_config() {
+	local dir=$E2E/runs/$1-$2/$3 before after rc=0 cmd=() nopfs=()
+	rm -rf "$dir"
+	install -d -m 0777 "$dir"
+	case $3 in
+	mpi-*) cmd=("$SW/bin/train_mpi" --data "$DATA" --epochs "$EPOCHS" --seed 42
+		--batch-size "$BATCH" --compute "$COMPUTE" --out "$dir/rank-%r.csv") ;;
+	*) cmd=("$PYTHON" "$SW/bin/train.py" --data "$DATA" --epochs "$EPOCHS" --seed 42
+		--batch-size "$BATCH" --workers 2 --prefetch-factor 4 --persistent-workers
+		--compute "$COMPUTE" --out "$dir/rank-%r.csv") ;;
+	esac
+	[[ -z $INDEX ]] || cmd+=(--index "$INDEX")
+	[[ $3 != *noio ]] || cmd+=(--synthetic)
+	if [[ $3 == *nopfs ]]; then
+		nopfs=(--nopfs-dataset="$DATA" --nopfs-seed=42 --nopfs-epochs="$EPOCHS"
+			--nopfs-tiers="ram:${TIER_MB}M" --nopfs-report="$dir/report.json")
+		[[ -z $INDEX ]] || nopfs+=(--nopfs-index="list:$INDEX")
+	fi
+	local mpi=()
+	[[ $3 != mpi-* ]] || mpi=(--mpi=pmix)
+	before=$(pfs_bytes)
+	(cd "$E2E" && timeout -k 10 1800 "${RUNU[@]}" env OMPI_MCA_btl=self,tcp \
+		OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0 \
+		srun -N3 --ntasks-per-node=2 "${mpi[@]}" "${nopfs[@]}" "${cmd[@]}") \
+		>"$dir/job.out" 2>&1 || rc=$?
+	after=$(pfs_bytes)
+	printf '{"bytes_read": %d}\n' $((after - before)) >"$dir/pfs.json"
+	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "nodes": 3, "ranks": 6, "kind": "%s", "regime": "%s", "cache_bytes": %d}\n' \
+		"$DATA_BYTES" "$DATA_SAMPLES" "$EPOCHS" "$1" "$2" $((3 * TIER_MB * 1048576)) >"$dir/meta.json"
+	mkdir -p "$OUT/$1-$2"
+	rm -rf "${OUT:?}/$1-$2/$3"
+	cp -r "$dir" "$OUT/$1-$2/$3"
+	if ((rc != 0)); then
+		echo "run.sh: $1/$2/$3 failed (exit $rc); its output: $OUT/$1-$2/$3/job.out" >&2
+		tail -n 20 "$dir/job.out" >&2
+		return 1
+	fi
+	echo "# $1/$2/$3: done; PFS read $((after - before)) bytes ($(tail -n 1 "$dir/job.out"))"
+}
+
+failed=0
+IFS=, read -r -a kinds <<<"$KINDS"
+IFS=, read -r -a regimes <<<"$REGIMES"
+for kind in "${kinds[@]}"; do
+	for regime in "${regimes[@]}"; do
+		# CosmoFlow's 16 MB samples: the aggregate regime unless asked for more
+		[[ $kind == cosmoflow && $regime != aggregate && $REGIMES == node,aggregate,beyond ]] && continue
+		workload "$kind" "$regime"
+		make_data "$kind" "$regime"
+		configs=(plain nopfs noio)
+		if ((MPI)) && [[ $kind == imagenet && $regime == aggregate ]]; then
+			configs+=(mpi-plain mpi-nopfs mpi-noio)
+		fi
+		for config in "${configs[@]}"; do
+			run_config "$kind" "$regime" "$config" || failed=1
+		done
+		rm -rf "$DATA"
+	done
+done
+
+echo "# PFS: nopfs-pfs $PFS_OPTS; $EPOCHS epochs; results in $OUT"
+"$PYTHON" "$SRCDIR/benchmarks/e2e/analyze.py" "$OUT" || failed=1
+exit "$failed"
