@@ -308,7 +308,7 @@ static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_
 static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint64_t size)
 {
 	struct agent *agent = arg;
-	struct timespec deadline = deadline_after_ms(PEER_TIMEOUT_MS);
+	struct timespec deadline = deadline_after_ms(peer_deadline_ms(&agent->peer_config, size));
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		struct tier *tier = &agent->tiers.tier[t];
 		int64_t position = tier_position(tier, (uint32_t)sample);
@@ -322,6 +322,19 @@ static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint
 		return status == NOPFS_OK ? tier_read(tier, (uint64_t)position, buffer) : status;
 	}
 	return NOPFS_ERR_NOT_FOUND;
+}
+
+/*
+ * The slowest rate a sample for a peer is expected to move at: read from the
+ * PFS while every node reads it, this node's best PFS rate shared by all the
+ * nodes (0 when the PFS was not measured: the fixed deadline alone).
+ */
+static double slow_rate(struct agent *agent)
+{
+	struct nopfs_model model = { .tiers = agent->options.tiers.count };
+
+	bench_fill_model(&agent->bench, &agent->options.tiers, &model);
+	return model.pfs_client_limit / (agent->bootstrap.nodes ? agent->bootstrap.nodes : 1);
 }
 
 /* What a node without a data plane publishes instead of its record. */
@@ -350,6 +363,7 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 		.fill = fill_for_peer,
 		.serve_arg = agent,
 		.timeout_ms = PEER_TIMEOUT_MS,
+		.slow_bytes_per_s = slow_rate(agent),
 	};
 	uint32_t node_unused, nodes = agent->bootstrap.nodes, connected = 0;
 	unsigned int tier_unused;
@@ -363,6 +377,7 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 	/* Computes every primary's place once, before the stagers ask concurrently. */
 	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
 	                              &offset_unused, &index_unused);
+	agent->peer_config = config;
 	if (peer_plane_create(&config, &agent->peers) != NOPFS_OK ||
 	    peer_record_pack(peer_plane_local_record(agent->peers), &packed, &packed_length) !=
 	            NOPFS_OK) {

@@ -360,8 +360,14 @@ int main(int argc, char **argv)
 	if (options->bootstrap == AGENT_BOOTSTRAP_PMIX &&
 	    bootstrap_init(&agent.bootstrap) != NOPFS_OK)
 		goto out_dirs;
+	/*
+	 * Two barriers: the first may complete on some nodes only (Slurm's race
+	 * below), which then proceed while the others give up; the second shows
+	 * them that, so that the whole step ends soon and can be started again.
+	 */
 	if (agent.bootstrap.active && agent.bootstrap.nodes > 1 &&
-	    bootstrap_fence(&agent.bootstrap, options->hello_timeout) != NOPFS_OK) {
+	    (bootstrap_fence(&agent.bootstrap, options->hello_timeout) != NOPFS_OK ||
+	     bootstrap_fence(&agent.bootstrap, options->hello_timeout) != NOPFS_OK)) {
 		nopfs_error("the agents of this step cannot reach each other: exiting with "
 		            "status %d (start the step again)",
 		            NOPFS_AGENT_EXIT_RETRY);

@@ -62,8 +62,9 @@ static const char usage_text[] =
         "  --share-dir DIR        a directory every node sees (on the PFS): node 0\n"
         "                         publishes the catalog there for the others\n"
         "  --fence-timeout SEC    give up a PMIx exchange after this (default 60)\n"
-        "  --hello-timeout SEC    give up the step's first fence after this and exit\n"
-        "                         with status 75: start the step again (default 15)\n"
+        "  --hello-timeout SEC    give up either of the step's first two fences after\n"
+        "                         this and exit with status 75: start the step again\n"
+        "                         (default 10)\n"
         "  --help\n";
 
 enum {
@@ -147,16 +148,6 @@ static bool copy_path(const char *option, const char *value, char *out, size_t l
 	}
 	strcpy(out, value);
 	return true;
-}
-
-static bool parse_uint_option(const char *option, const char *value, uint64_t min, uint64_t max,
-                              uint64_t *out)
-{
-	if (nopfs_parse_uint(value, min, max, out) == NOPFS_OK)
-		return true;
-	nopfs_error("--%s: '%s' is not an integer in %" PRIu64 " .. %" PRIu64, option, value, min,
-	            max);
-	return false;
 }
 
 static bool parse_seconds(const char *option, const char *value, double max, double *out)
@@ -275,12 +266,12 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 	case OPT_SEED:
 		return nopfs_sampler_parse_seed(value, &c->sampler) == NOPFS_OK;
 	case OPT_EPOCHS:
-		if (!parse_uint_option("epochs", value, 1, UINT16_MAX - 1, &number))
+		if (!nopfs_parse_uint_option("epochs", value, 1, UINT16_MAX - 1, &number))
 			return false;
 		c->epochs = (uint32_t)number;
 		return true;
 	case OPT_WORLD_SIZE:
-		if (!parse_uint_option("world-size", value, 1, UINT16_MAX * 64ULL, &number))
+		if (!nopfs_parse_uint_option("world-size", value, 1, UINT16_MAX * 64ULL, &number))
 			return false;
 		c->sampler.world_size = (uint32_t)number;
 		return true;
@@ -325,17 +316,17 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 		c->verbose = true;
 		return true;
 	case OPT_STAGE_WINDOW:
-		if (!parse_uint_option("stage-window", value, 1, 1u << 20, &number))
+		if (!nopfs_parse_uint_option("stage-window", value, 1, 1u << 20, &number))
 			return false;
 		c->stage_window = (uint32_t)number;
 		return true;
 	case OPT_STAGE_THREADS:
-		if (!parse_uint_option("stage-threads", value, 1, 64, &number))
+		if (!nopfs_parse_uint_option("stage-threads", value, 1, 64, &number))
 			return false;
 		c->stage_threads = (unsigned int)number;
 		return true;
 	case OPT_SERVE_TIMEOUT:
-		if (!parse_uint_option("serve-timeout-ms", value, 1, 3600000, &number))
+		if (!nopfs_parse_uint_option("serve-timeout-ms", value, 1, 3600000, &number))
 			return false;
 		c->serve_timeout_ms = (unsigned int)number;
 		return true;
@@ -361,12 +352,12 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 	case OPT_SHARE_DIR:
 		return copy_path("share-dir", value, c->share_dir, sizeof(c->share_dir));
 	case OPT_FENCE_TIMEOUT:
-		if (!parse_uint_option("fence-timeout", value, 1, 3600, &number))
+		if (!nopfs_parse_uint_option("fence-timeout", value, 1, 3600, &number))
 			return false;
 		c->fence_timeout = (int)number;
 		return true;
 	case OPT_HELLO_TIMEOUT:
-		if (!parse_uint_option("hello-timeout", value, 1, 3600, &number))
+		if (!nopfs_parse_uint_option("hello-timeout", value, 1, 3600, &number))
 			return false;
 		c->hello_timeout = (int)number;
 		return true;
@@ -439,7 +430,7 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.serve_timeout_ms = 5000,
 		.merge_wait = 5,
 		.fence_timeout = 60,
-		.hello_timeout = 15,
+		.hello_timeout = 10,
 	};
 	opterr = 0;
 	optind = 1;

@@ -61,7 +61,15 @@ struct peer_config {
 	peer_fill_fn fill;     /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
 	void *serve_arg;       /* of both */
 	int timeout_ms;        /* deadline of every remote operation, > 0 */
+	/*
+	 * Plus the operation's bytes at this rate (bytes/s; 0: nothing more): a
+	 * large sample the holder first reads from a contended PFS takes longer.
+	 */
+	double slow_bytes_per_s;
 };
+
+/* An operation's deadline in ms from now: timeout_ms plus @size at the slow rate. */
+int peer_deadline_ms(const struct peer_config *config, uint64_t size);
 
 /*
  * What one agent publishes so that others can reach it (opaque bytes). A

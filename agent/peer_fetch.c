@@ -200,7 +200,7 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t 
 	status = peer_node_acquire(plane, peer, &conn);
 	if (status != NOPFS_OK)
 		return peer_op_count(plane, status);
-	op = peer_op_create(plane, conn);
+	op = peer_op_create(plane, conn, size);
 	if (!op) {
 		peer_conn_put(conn);
 		return peer_op_count(plane, NOPFS_ERR_NOMEM);

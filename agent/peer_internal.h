@@ -173,6 +173,7 @@ struct peer_op {
 	ucs_status_t status; /* the first unit's failure, UCS_OK if none */
 	bool abandoned;
 	uint64_t deadline; /* monotonic ns */
+	int deadline_ms;   /* from its start, for messages */
 
 	/* fetch */
 	struct peer_op *next;        /* in plane->pending while the response is awaited */
@@ -204,7 +205,7 @@ void peer_nodes_destroy(struct peer_plane *plane);
 bool peer_record_is_valid(const struct peer_record *record);
 
 /* peer_op.c */
-struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn);
+struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn, uint64_t size);
 void peer_op_begin(struct peer_op *op);
 void peer_op_end(struct peer_op *op, ucs_status_t status);
 ucp_request_param_t peer_op_send_param(struct peer_op *op);

@@ -9,6 +9,7 @@
  * then does the caller get its buffer back.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 
 #include "log.h"
@@ -18,7 +19,16 @@
 /* How long a waiting caller progresses the worker itself before sleeping. */
 #define PEER_SPIN_NS 200000u
 
-struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn)
+int peer_deadline_ms(const struct peer_config *config, uint64_t size)
+{
+	double ms = config->timeout_ms;
+
+	if (config->slow_bytes_per_s > 0)
+		ms += (double)size / config->slow_bytes_per_s * 1000.0;
+	return ms < INT_MAX ? (int)ms : INT_MAX;
+}
+
+struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn, uint64_t size)
 {
 	struct peer_op *op = calloc(1, sizeof(*op));
 
@@ -33,7 +43,8 @@ struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn)
 	}
 	op->plane = plane;
 	op->conn = conn;
-	op->deadline = now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
+	op->deadline_ms = peer_deadline_ms(&plane->config, size);
+	op->deadline = now_ns() + (uint64_t)op->deadline_ms * 1000000u;
 	return op;
 }
 
@@ -202,7 +213,7 @@ nopfs_status peer_op_wait(struct peer_op *op, const char *what,
 	if (op_wait_until(op, op->deadline))
 		return op_result(op);
 	nopfs_error("node %u: %s timed out after %d ms; closing the connection",
-	            op->conn->node->index, what, plane->config.timeout_ms);
+	            op->conn->node->index, what, op->deadline_ms);
 	if (on_deadline)
 		on_deadline(op);
 	peer_conn_retire(plane, op->conn, NOPFS_ERR_TIMEOUT);

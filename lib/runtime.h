@@ -64,7 +64,8 @@
  * first PMIx fence did not complete (Slurm 22.05's slurmstepd can reject a
  * peer's credential while it runs as the job's user for a task launch, and
  * that fence then never completes). The SPANK plugin starts the agent step
- * again, a few times at most, when it ends with this status.
+ * again, a few times at most, when it ends with this status; tasks wait for
+ * an agent that is missing for up to 25 s in a row (spank/tasks.c).
  */
 #define NOPFS_AGENT_EXIT_RETRY 75
 

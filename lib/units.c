@@ -3,12 +3,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "log.h"
 #include "units.h"
 
 static int suffix_shift(const char *suffix)
@@ -85,4 +87,14 @@ char *nopfs_format_size(uint64_t bytes, char *buffer, size_t length)
 	else
 		snprintf(buffer, length, "%.2f %s", value, unit[i]);
 	return buffer;
+}
+
+bool nopfs_parse_uint_option(const char *option, const char *text, uint64_t min, uint64_t max,
+                             uint64_t *value)
+{
+	if (nopfs_parse_uint(text, min, max, value) == NOPFS_OK)
+		return true;
+	nopfs_error("--%s: '%s' is not an integer in %" PRIu64 " .. %" PRIu64, option, text, min,
+	            max);
+	return false;
 }

@@ -3,6 +3,7 @@
 #define NOPFS_UNITS_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -21,6 +22,13 @@ nopfs_status nopfs_parse_size(const char *text, uint64_t *bytes);
  * Logs nothing.
  */
 nopfs_status nopfs_parse_uint(const char *text, uint64_t min, uint64_t max, uint64_t *value);
+
+/*
+ * nopfs_parse_uint() for the value of command-line option --@option: false
+ * after an error message that names the option and the range.
+ */
+bool nopfs_parse_uint_option(const char *option, const char *text, uint64_t min, uint64_t max,
+                             uint64_t *value);
 
 /* Format @bytes as "1.50 GiB" into @buffer; returns @buffer. */
 char *nopfs_format_size(uint64_t bytes, char *buffer, size_t length);

@@ -12,8 +12,12 @@
 #include "plugin.h"
 #include "runtime.h"
 
-/* How long an agent process may be missing before the wait gives up. */
-#define AGENT_START_GRACE_SECONDS 15
+/*
+ * How long in a row this node may have no agent process before the wait
+ * gives up: its start, or an agent step being started again (its agents
+ * give up their first fences after 10 s each).
+ */
+#define AGENT_MISSING_SECONDS 25
 
 /* Is an nopfs-agent of @job running on this node (as this user)? */
 static bool agent_running(unsigned int job)
@@ -25,15 +29,21 @@ static bool agent_running(unsigned int job)
 static int wait_ready(unsigned int job, unsigned int timeout, char *why, size_t size)
 {
 	char ready[64];
+	unsigned int missing = 0; /* seconds in a row without an agent process */
 
 	snprintf(ready, sizeof(ready), "/tmp/nopfs-%u/ready", job);
 	for (unsigned int tenth = 0; tenth <= timeout * 10; tenth++) {
 		if (access(ready, F_OK) == 0)
 			return 0;
-		if (tenth >= AGENT_START_GRACE_SECONDS * 10 && tenth % 10 == 0 &&
-		    !agent_running(job)) {
-			snprintf(why, size, "is not running (its log: /tmp/nopfs-%u.log)", job);
-			return -1;
+		if (tenth > 0 && tenth % 10 == 0) {
+			missing = agent_running(job) ? 0 : missing + 1;
+			if (missing >= AGENT_MISSING_SECONDS) {
+				snprintf(why, size,
+				         "has not been running for %d s (its log: "
+				         "/tmp/nopfs-%u.log)",
+				         AGENT_MISSING_SECONDS, job);
+				return -1;
+			}
 		}
 		usleep(100000);
 	}

@@ -73,16 +73,6 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static bool parse_count(const char *option, const char *text, uint64_t min, uint64_t max,
-                        uint64_t *value)
-{
-	if (nopfs_parse_uint(text, min, max, value) == NOPFS_OK)
-		return true;
-	nopfs_error("--%s: '%s' is not an integer in %" PRIu64 " .. %" PRIu64, option, text, min,
-	            max);
-	return false;
-}
-
 static bool parse_seconds(const char *option, const char *text, double *value)
 {
 	char *end;
@@ -124,9 +114,9 @@ static bool parse_option(int option, const char *arg, struct train_options *o)
 	case OPT_SEED:
 		return nopfs_sampler_parse_seed(arg, &o->sampler) == NOPFS_OK;
 	case OPT_EPOCHS:
-		return parse_count("epochs", arg, 1, 1000000, &o->epochs);
+		return nopfs_parse_uint_option("epochs", arg, 1, 1000000, &o->epochs);
 	case OPT_BATCH_SIZE:
-		return parse_count("batch-size", arg, 1, UINT32_MAX, &o->batch_size);
+		return nopfs_parse_uint_option("batch-size", arg, 1, UINT32_MAX, &o->batch_size);
 	case OPT_DROP_LAST:
 		o->sampler.drop_last = true;
 		return true;

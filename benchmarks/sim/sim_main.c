@@ -108,16 +108,6 @@ static bool parse_number(const char *option, const char *text, double min, doubl
 	return true;
 }
 
-static bool parse_count(const char *option, const char *text, uint64_t min, uint64_t max,
-                        uint64_t *out)
-{
-	if (nopfs_parse_uint(text, min, max, out) == NOPFS_OK)
-		return true;
-	nopfs_error("--%s '%s': expected an integer in %llu .. %llu", option, text,
-	            (unsigned long long)min, (unsigned long long)max);
-	return false;
-}
-
 /* One option; false on a bad value (logged). */
 static bool parse_option(struct options *o, int opt, const char *arg)
 {
@@ -160,29 +150,29 @@ static bool parse_option(struct options *o, int opt, const char *arg)
 		o->whatif.policies |= mask;
 		return true;
 	case OPT_SAMPLES:
-		if (!parse_count("samples", arg, 2, UINT32_MAX - 1, &n))
+		if (!nopfs_parse_uint_option("samples", arg, 2, UINT32_MAX - 1, &n))
 			return false;
 		o->freq.samples = n;
 		return true;
 	case OPT_WORKERS:
-		if (!parse_count("workers", arg, 2, 65534, &n))
+		if (!nopfs_parse_uint_option("workers", arg, 2, 65534, &n))
 			return false;
 		o->freq.workers = (uint32_t)n;
 		return true;
 	case OPT_EPOCHS:
-		if (!parse_count("epochs", arg, 1, 65534, &n))
+		if (!nopfs_parse_uint_option("epochs", arg, 1, 65534, &n))
 			return false;
 		o->freq.epochs = (uint32_t)n;
 		return true;
 	case OPT_DELTA:
 		return parse_number("delta", arg, 0, 1e6, &o->freq.delta);
 	case OPT_WORKER:
-		if (!parse_count("worker", arg, 0, 65533, &n))
+		if (!nopfs_parse_uint_option("worker", arg, 0, 65533, &n))
 			return false;
 		o->freq.worker = (uint32_t)n;
 		return true;
 	case OPT_SEED:
-		if (!parse_count("seed", arg, 0, UINT64_MAX, &n))
+		if (!nopfs_parse_uint_option("seed", arg, 0, UINT64_MAX, &n))
 			return false;
 		o->freq.seed = n;
 		return true;
@@ -196,7 +186,7 @@ static bool parse_option(struct options *o, int opt, const char *arg)
 		o->paper.plot = o->whatif.plot = false;
 		return true;
 	case OPT_THREADS:
-		if (!parse_count("threads", arg, 1, 256, &n))
+		if (!nopfs_parse_uint_option("threads", arg, 1, 256, &n))
 			return false;
 		o->paper.threads = o->whatif.threads = (unsigned int)n;
 		return true;

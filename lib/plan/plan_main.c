@@ -102,17 +102,6 @@ static const struct option long_options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* Parse a bounded integer option; the message names the option. */
-static bool parse_count(const char *option, const char *text, uint64_t min, uint64_t max,
-                        uint64_t *value)
-{
-	if (nopfs_parse_uint(text, min, max, value) == NOPFS_OK)
-		return true;
-	nopfs_error("--%s: '%s' is not an integer in %" PRIu64 " .. %" PRIu64, option, text, min,
-	            max);
-	return false;
-}
-
 static bool parse_option(int option, const char *arg, struct plan_options *o)
 {
 	uint64_t value;
@@ -141,7 +130,7 @@ static bool parse_option(int option, const char *arg, struct plan_options *o)
 		o->catalog.cache_dir = arg;
 		return true;
 	case OPT_NODES:
-		if (!parse_count("nodes", arg, 1, UINT16_MAX - 1, &value))
+		if (!nopfs_parse_uint_option("nodes", arg, 1, UINT16_MAX - 1, &value))
 			return false;
 		o->nodes = (uint32_t)value;
 		o->nodes_given = true;
@@ -153,7 +142,7 @@ static bool parse_option(int option, const char *arg, struct plan_options *o)
 		return nopfs_layout_parse_distribution(arg, &o->distribution, &o->plane_size) ==
 		       NOPFS_OK;
 	case OPT_EPOCHS:
-		if (!parse_count("epochs", arg, 1, UINT16_MAX - 1, &value))
+		if (!nopfs_parse_uint_option("epochs", arg, 1, UINT16_MAX - 1, &value))
 			return false;
 		o->epochs = (uint32_t)value;
 		return true;
@@ -168,12 +157,12 @@ static bool parse_option(int option, const char *arg, struct plan_options *o)
 	case OPT_TIER:
 		return nopfs_tierspec_parse(arg, "--tier", false, &o->tiers) == NOPFS_OK;
 	case OPT_THREADS:
-		if (!parse_count("threads", arg, 1, 1024, &value))
+		if (!nopfs_parse_uint_option("threads", arg, 1, 1024, &value))
 			return false;
 		o->threads = (unsigned int)value;
 		return true;
 	case OPT_NODE:
-		if (!parse_count("node", arg, 0, UINT16_MAX - 2, &value))
+		if (!nopfs_parse_uint_option("node", arg, 0, UINT16_MAX - 2, &value))
 			return false;
 		o->node = (uint32_t)value;
 		return true;
@@ -192,12 +181,13 @@ static bool parse_option(int option, const char *arg, struct plan_options *o)
 			o->stream_all_ranks = true;
 			return true;
 		}
-		if (!parse_count("print-stream", arg, 0, UINT32_MAX - 1, &value))
+		if (!nopfs_parse_uint_option("print-stream", arg, 0, UINT32_MAX - 1, &value))
 			return false;
 		o->stream_rank = (uint32_t)value;
 		return true;
 	case OPT_STREAM_EPOCH:
-		return parse_count("stream-epoch", arg, 0, UINT32_MAX, &o->stream_epoch);
+		return nopfs_parse_uint_option("stream-epoch", arg, 0, UINT32_MAX,
+		                               &o->stream_epoch);
 	default:
 		return false;
 	}

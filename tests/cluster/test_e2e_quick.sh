@@ -29,6 +29,12 @@ if ((rc != 0)); then
 	echo "not ok - benchmarks/e2e/run.sh --quick exited with $rc"
 	exit 1
 fi
+# run.sh took the cluster down: the emulated PFS is unmounted and stopped
+state=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}
+if grep -q " $state/pfs fuse" /proc/mounts || pgrep -f "nopfs-pfs .* $state/pfs $state/pfs" >/dev/null; then
+	echo "not ok - the emulated PFS of $state is still mounted or running after down"
+	exit 1
+fi
 "$PYTHON" - "$out/results/imagenet-aggregate" "$out/run.txt" <<'PY'
 import json, os, sys
 regime, run_txt = sys.argv[1], open(sys.argv[2]).read()

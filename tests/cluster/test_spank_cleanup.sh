@@ -7,7 +7,9 @@
 #     pass their 1 s deadline and go to the PFS; the job completes right;
 #  3. scancel of a running job;
 #  4. an agent step whose agents never reach each other (they exit with
-#     status 75): the plugin starts it again and the job is served.
+#     status 75, node 0's only after 17 s, as when its first fences pass
+#     and the next times out): the plugin starts it again, the tasks wait
+#     for it, and the job is served.
 # After each job, no process, file or shared-memory directory of the job
 # remains on any node.
 # Exit: 0 pass, 1 fail, 77 skip.
@@ -99,13 +101,15 @@ sleep 1 # the epilog runs after the job leaves the queue
 nothing_left "$job" && echo "ok - scancel: nothing of job $job is left on the nodes" || fail=1
 
 # 4. the first agent step of the job exits with 75 on every node (as when its
-#    first PMIx fence never completes); the second runs the real agent
+#    first PMIx fences never complete), node 0's 17 s late; the second runs
+#    the real agent
 mv "$PLUGIN_BIN/nopfs-agent" "$PLUGIN_BIN/nopfs-agent.real"
 cat >"$PLUGIN_BIN/nopfs-agent" <<AGENT
 #!/bin/sh
 marker=$WORK/first-step.\$SLURM_JOB_ID.\$SLURM_NODEID
 if [ ! -e "\$marker" ]; then
 	: >"\$marker"
+	if [ "\$SLURM_NODEID" = 0 ]; then sleep 17; fi
 	echo "nopfs-agent (test): this step's agents cannot reach each other" >&2
 	exit 75
 fi
@@ -117,6 +121,10 @@ wait_agents "$job" || { echo "not ok - the agents of job $job never got ready"; 
 wait_gone "$job" || { echo "not ok - job $job did not end"; fail=1; }
 mv -f "$PLUGIN_BIN/nopfs-agent.real" "$PLUGIN_BIN/nopfs-agent"
 grep -q "srun exit 0" "$WORK/again.out" || { echo "not ok - the job failed"; cat "$WORK/again.out"; fail=1; }
+if grep "running (its log" "$WORK/again.out"; then
+	echo "not ok - tasks gave up waiting while the agent step was started again"
+	fail=1
+fi
 steps=$(find "$WORK" -maxdepth 1 -name "first-step.$job.*" | wc -l)
 if ((steps == 3)) && "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
 	--outs "$WORK/again-*.txt" --samples 1800 --report "$WORK/nopfs-$job.json"; then

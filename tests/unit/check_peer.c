@@ -346,6 +346,31 @@ START_TEST(fetch_of_unfetched_sample_fill_fails_or_is_late)
 }
 END_TEST
 
+/* A large sample's deadline grows by its bytes at the slow rate. */
+START_TEST(fetch_deadline_grows_with_size)
+{
+	uint64_t size = sample_sizes[ABSENT];
+	/* the sample's bytes at this rate take 3 deadlines */
+	double rate = (double)size / (3.0 * DEADLINE_MS / 1000.0);
+	struct peer_config config = { .timeout_ms = 1000, .slow_bytes_per_s = 1e6 };
+	unsigned char *dest = calloc(1, size);
+	struct pair pair;
+
+	ck_assert_int_eq(peer_deadline_ms(&config, 2000000), 3000);
+	ck_assert_int_eq(peer_deadline_ms(&config, 0), 1000);
+	config.slow_bytes_per_s = 0;
+	ck_assert_int_eq(peer_deadline_ms(&config, 2000000), 1000);
+	/* a fill that takes 2 fixed deadlines is waited for: 4 with the bytes */
+	pair_start_slow(&pair, DEADLINE_MS, rate);
+	pair.store[1].defer_absent = true;
+	pair.store[1].fill_delay_ms = 2 * DEADLINE_MS;
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, ABSENT, dest, size), NOPFS_OK);
+	ck_assert(sample_is_right(ABSENT, dest));
+	free(dest);
+	pair_stop(&pair);
+}
+END_TEST
+
 START_TEST(fetch_without_serve_callback)
 {
 	struct peer_plane *asker, *bare;
@@ -464,6 +489,7 @@ static Suite *peer_suite(void)
 	tcase_add_test(plane, fetch_not_available);
 	tcase_add_test(plane, fetch_of_unfetched_sample_filled_by_owner);
 	tcase_add_test(plane, fetch_of_unfetched_sample_fill_fails_or_is_late);
+	tcase_add_test(plane, fetch_deadline_grows_with_size);
 	tcase_add_test(plane, fetch_without_serve_callback);
 	tcase_add_test(plane, connect_to_oneself);
 	tcase_add_test(plane, concurrent_gets_and_fetches);

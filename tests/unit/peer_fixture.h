@@ -122,13 +122,18 @@ static inline nopfs_status store_fill(void *arg, uint64_t sample, void *buffer, 
 	return NOPFS_OK;
 }
 
-/* A plane for @node exposing @store (none if NULL) and serving from it. */
-static inline struct peer_plane *plane_start(uint32_t node, struct store *store, int timeout_ms)
+/*
+ * A plane for @node exposing @store (none if NULL) and serving from it; its
+ * operations' deadlines grow by their bytes at @slow_rate (0: fixed).
+ */
+static inline struct peer_plane *plane_start_slow(uint32_t node, struct store *store,
+                                                  int timeout_ms, double slow_rate)
 {
 	struct peer_config config = {
 		.node = node,
 		.present_value = PRESENT,
 		.timeout_ms = timeout_ms,
+		.slow_bytes_per_s = slow_rate,
 	};
 	struct peer_plane *plane = NULL;
 
@@ -144,6 +149,11 @@ static inline struct peer_plane *plane_start(uint32_t node, struct store *store,
 	ck_assert_int_eq(peer_plane_create(&config, &plane), NOPFS_OK);
 	ck_assert_ptr_nonnull(plane);
 	return plane;
+}
+
+static inline struct peer_plane *plane_start(uint32_t node, struct store *store, int timeout_ms)
+{
+	return plane_start_slow(node, store, timeout_ms, 0);
 }
 
 /* Connect @plane to @node through @packed, as received from PMIx. */
@@ -189,14 +199,19 @@ struct pair {
 	struct peer_plane *plane[2];
 };
 
-static inline void pair_start(struct pair *pair, int timeout_ms)
+static inline void pair_start_slow(struct pair *pair, int timeout_ms, double slow_rate)
 {
 	for (unsigned int n = 0; n < 2; n++) {
 		store_init(&pair->store[n]);
-		pair->plane[n] = plane_start(n, &pair->store[n], timeout_ms);
+		pair->plane[n] = plane_start_slow(n, &pair->store[n], timeout_ms, slow_rate);
 	}
 	connect_to(pair->plane[0], pair->plane[1], 1);
 	connect_to(pair->plane[1], pair->plane[0], 0);
+}
+
+static inline void pair_start(struct pair *pair, int timeout_ms)
+{
+	pair_start_slow(pair, timeout_ms, 0);
 }
 
 static inline void pair_stop(struct pair *pair)
