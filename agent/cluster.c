@@ -305,10 +305,13 @@ static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_
  * fetched yet: fetch it now (from the PFS, into its tier, as this node would
  * anyway) rather than have the peer read the PFS too. Answering thread.
  */
-static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint64_t size)
+static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint64_t size,
+                                  uint64_t deadline_ns)
 {
 	struct agent *agent = arg;
-	struct timespec deadline = deadline_after_ms(peer_deadline_ms(&agent->peer_config, size));
+	uint64_t now = now_ns();
+	struct timespec deadline =
+	        deadline_after_ms(deadline_ns > now ? (deadline_ns - now) / 1000000u : 0);
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		struct tier *tier = &agent->tiers.tier[t];
 		int64_t position = tier_position(tier, (uint32_t)sample);

@@ -45,10 +45,13 @@ typedef nopfs_status (*peer_serve_fn)(void *arg, uint64_t sample, void *buffer, 
 /*
  * Fetch @sample, which serve said this agent keeps but does not have yet,
  * and copy its @size bytes into @buffer (e.g. read it from the PFS into the
- * tier that keeps it). May block, within the plane's deadline: the asker
- * gives up after timeout_ms. Called from the plane's answering thread.
+ * tier that keeps it). May block until @deadline_ns (CLOCK_MONOTONIC ns),
+ * then must fail: the asker is answered "not available" while it still
+ * waits, and reads the sample itself without giving up on this node. Called
+ * from the plane's answering thread.
  */
-typedef nopfs_status (*peer_fill_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size);
+typedef nopfs_status (*peer_fill_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size,
+                                     uint64_t deadline_ns);
 
 struct peer_config {
 	uint32_t node;  /* this agent's node index, for messages */

@@ -110,6 +110,7 @@ struct peer_counters {
 struct peer_deferred {
 	struct peer_deferred *next;
 	uint64_t id, sample, size;
+	uint64_t answer_by; /* monotonic ns: well before the asker's deadline */
 	uint32_t asker;
 };
 

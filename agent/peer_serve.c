@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "peer_internal.h"
+#include "timing.h"
 
 #define PEER_REPLY_SPARES 4
 #define PEER_DEFERRED_MAX 1024 /* more waiting: answered "not available" */
@@ -126,6 +127,9 @@ static bool defer(struct peer_plane *plane, const struct peer_request *request)
 		.id = request->id,
 		.sample = request->sample,
 		.size = request->size,
+		/* three quarters of the asker's deadline: room for the answer */
+		.answer_by = now_ns() +
+		             (uint64_t)peer_deadline_ms(&plane->config, request->size) * 750000u,
 		.asker = request->asker,
 	};
 	pthread_mutex_lock(&plane->deferred_lock);
@@ -233,8 +237,9 @@ static void answer_deferred(struct peer_plane *plane, const struct peer_deferred
 		.answer = PEER_ANSWER_NOT_AVAILABLE,
 		.owner = plane->config.node,
 	};
-	if (is_serving(plane) && plane->config.fill(plane->config.serve_arg, deferred->sample,
-	                                            reply->data, deferred->size) == NOPFS_OK) {
+	if (is_serving(plane) && now_ns() < deferred->answer_by &&
+	    plane->config.fill(plane->config.serve_arg, deferred->sample, reply->data,
+	                       deferred->size, deferred->answer_by) == NOPFS_OK) {
 		reply->header.answer = PEER_ANSWER_BYTES;
 		bytes = deferred->size;
 	}

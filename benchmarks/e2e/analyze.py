@@ -551,7 +551,7 @@ def write_plot(directory, regimes):
         "set offsets 0, 0, graph 0.15, 0",
         "set grid ytics",
         "set key top right",
-        "set xtics scale 0 font ',9'",
+        "set xtics scale 0 font ',8' rotate by -35",
         "set bmargin 4",
         "plot " + ", \\\n     ".join(plot_epochs),
         "unset style",

@@ -346,6 +346,37 @@ START_TEST(fetch_of_unfetched_sample_fill_fails_or_is_late)
 }
 END_TEST
 
+/*
+ * A holder whose fill would pass the asker's deadline gives up before it:
+ * the asker hears "not available" in time and keeps its connection.
+ */
+START_TEST(fill_past_deadline_answers_not_available)
+{
+	uint64_t size = sample_sizes[ABSENT];
+	unsigned char *dest = calloc(1, size);
+	struct peer_stats asker;
+	struct pair pair;
+	double start;
+
+	pair_start(&pair, DEADLINE_MS);
+	pair.store[1].defer_absent = true;
+	pair.store[1].fill_honors_deadline = true;
+	pair.store[1].fill_delay_ms = 2 * DEADLINE_MS;
+	start = now_ms();
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, ABSENT, dest, size),
+	                 NOPFS_ERR_NOT_FOUND);
+	ck_assert_double_lt(now_ms() - start, DEADLINE_MS);
+	ck_assert_int_eq(get_sample(pair.plane[0], 1, &pair.store[0], 0, dest), NOPFS_OK);
+	ck_assert(sample_is_right(0, dest));
+	peer_plane_stats(pair.plane[0], &asker);
+	ck_assert_uint_eq(asker.not_available, 1);
+	ck_assert_uint_eq(asker.timeouts, 0);
+	ck_assert_uint_eq(asker.errors, 0);
+	free(dest);
+	pair_stop(&pair);
+}
+END_TEST
+
 /* A large sample's deadline grows by its bytes at the slow rate. */
 START_TEST(fetch_deadline_grows_with_size)
 {
@@ -490,6 +521,7 @@ static Suite *peer_suite(void)
 	tcase_add_test(plane, fetch_of_unfetched_sample_filled_by_owner);
 	tcase_add_test(plane, fetch_of_unfetched_sample_fill_fails_or_is_late);
 	tcase_add_test(plane, fetch_deadline_grows_with_size);
+	tcase_add_test(plane, fill_past_deadline_answers_not_available);
 	tcase_add_test(plane, fetch_without_serve_callback);
 	tcase_add_test(plane, connect_to_oneself);
 	tcase_add_test(plane, concurrent_gets_and_fetches);

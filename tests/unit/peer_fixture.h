@@ -49,6 +49,7 @@ struct store {
 	bool defer_absent;
 	unsigned int fill_delay_ms; /* fill "reads the PFS" this long */
 	bool fill_fails;
+	bool fill_honors_deadline; /* a fill past its deadline gives up then */
 	atomic_uint fills;
 };
 
@@ -75,6 +76,7 @@ static inline void store_init(struct store *store)
 	store->defer_absent = false;
 	store->fill_delay_ms = 0;
 	store->fill_fails = false;
+	store->fill_honors_deadline = false;
 	atomic_init(&store->fills, 0);
 }
 
@@ -108,10 +110,21 @@ static inline nopfs_status store_serve(void *arg, uint64_t sample, void *buffer,
 }
 
 /* The owner fetches a sample it keeps (here: marks it present) and copies it. */
-static inline nopfs_status store_fill(void *arg, uint64_t sample, void *buffer, uint64_t size)
+static inline nopfs_status store_fill(void *arg, uint64_t sample, void *buffer, uint64_t size,
+                                      uint64_t deadline_ns)
 {
 	struct store *store = arg;
+	struct timespec now;
+	uint64_t left_us;
 
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	left_us = (deadline_ns - ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec)) /
+	          1000u;
+	if (store->fill_honors_deadline && store->fill_delay_ms * 1000u > left_us) {
+		usleep((useconds_t)left_us); /* a slow fill that gives up in time */
+		atomic_fetch_add(&store->fills, 1);
+		return NOPFS_ERR_TIMEOUT;
+	}
 	if (store->fill_delay_ms)
 		usleep(store->fill_delay_ms * 1000u);
 	atomic_fetch_add(&store->fills, 1);
