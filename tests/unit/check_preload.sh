@@ -47,7 +47,6 @@ staged_name() {
 	printf 'p2.%s' "$(printf '%s' "$1" | sed -e 's/%/%25/g' -e 's|/|%2F|g')"
 }
 
-names="a/one.bin a/two.bin a/three.bin b/four.bin b/five.bin 100%/x y.bin c/$long_name"
 mkdir -p "$dataset" "$stage" "$copies"
 for n in a/one.bin a/two.bin a/three.bin b/four.bin b/five.bin "100%/x y.bin" "c/$long_name"; do
 	make_copy "$dataset" "$n" PFS

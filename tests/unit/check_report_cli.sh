@@ -83,7 +83,9 @@ expect_error "node 2 is not one of the job's 2 nodes" \
 	>"$work/out" 2>"$work/summary" || fail "merge failed: $(cat "$work/summary")"
 [ -s "$work/out" ] && fail "stdout not empty: $(cat "$work/out")"
 [ "$(stat -c %a "$work/job.json")" = 644 ] || fail "mode $(stat -c %a "$work/job.json")"
-ls "$work" | grep -q '\.tmp$' && fail "temporary file left: $(ls "$work")"
+for left in "$work"/*.tmp; do
+	[ -e "$left" ] && fail "temporary file left: $left"
+done
 "$python" - "$work/job.json" <<'PY' || fail "merged JSON checks"
 import json, sys
 job = json.load(open(sys.argv[1]))
