@@ -66,6 +66,8 @@ out_report:
 	return NULL;
 }
 
+#define LOST_WAIT_NS 1000000000u
+
 /* Look once for each missing report of nodes 1 .. @nodes-1; how many are there. */
 static uint32_t look_for_reports(const struct agent *agent, uint32_t nodes, json_t **reports,
                                  bool last_look)
@@ -100,10 +102,25 @@ static uint32_t look_for_reports(const struct agent *agent, uint32_t nodes, json
 	return found;
 }
 
-/* Poll every 50 ms until every node reported or --merge-wait passed. */
+/* Whether every node still without a report is one the data plane lost. */
+static bool only_lost_missing(const struct agent *agent, uint32_t nodes, json_t **reports)
+{
+	if (!agent->peers)
+		return false;
+	for (uint32_t n = 1; n < nodes; n++)
+		if (!reports[n] && !peer_plane_lost(agent->peers, n))
+			return false;
+	return true;
+}
+
+/*
+ * Poll every 50 ms until every node reported or --merge-wait passed; nodes
+ * whose agent the data plane lost (killed, their node gone) get a second
+ * only: the job report must be written before the step's KillWait ends.
+ */
 static void wait_for_reports(const struct agent *agent, uint32_t nodes, json_t **reports)
 {
-	uint64_t deadline = now_ns() + (uint64_t)(agent->options.merge_wait * 1e9);
+	uint64_t start = now_ns(), deadline = start + (uint64_t)(agent->options.merge_wait * 1e9);
 	uint32_t found;
 
 	if (nodes > 1 && !strstr(agent->options.report_pattern, "%n")) {
@@ -116,7 +133,8 @@ static void wait_for_reports(const struct agent *agent, uint32_t nodes, json_t *
 		uint64_t now = now_ns(), pause;
 
 		found = look_for_reports(agent, nodes, reports, false);
-		if (found == nodes || now >= deadline)
+		if (found == nodes || now >= deadline ||
+		    (now >= start + LOST_WAIT_NS && only_lost_missing(agent, nodes, reports)))
 			break;
 		pause = deadline - now < POLL_NS ? deadline - now : POLL_NS;
 		nanosleep(&(struct timespec){ .tv_sec = 0, .tv_nsec = (long)pause }, NULL);

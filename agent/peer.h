@@ -124,6 +124,12 @@ nopfs_status peer_plane_connect(struct peer_plane *plane, uint32_t node,
 bool peer_plane_connected(struct peer_plane *plane, uint32_t node);
 
 /*
+ * Whether @node looks gone: a connection to it failed or timed out, and no
+ * operation on it has succeeded since.
+ */
+bool peer_plane_lost(struct peer_plane *plane, uint32_t node);
+
+/*
  * Read sample bytes from @node's RAM tier: first the state byte at
  * @state_offset; if it is the present value, @size bytes at @data_offset into
  * @dest. NOPFS_ERR_NOT_FOUND when not present (nothing copied),

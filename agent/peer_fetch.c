@@ -215,6 +215,8 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t 
 	op->size = size;
 	status = fetch_sample(op);
 	peer_op_release(op);
+	if (status == NOPFS_OK || status == NOPFS_ERR_NOT_FOUND) /* it answered */
+		atomic_store(&peer->lost, false);
 	if (status == NOPFS_OK) {
 		peer_count(plane, requests, 1);
 		peer_count(plane, request_bytes, size);

@@ -99,6 +99,7 @@ nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t st
 	status = get_sample(op, state_offset, data_offset, dest, size);
 	peer_op_release(op);
 	if (status == NOPFS_OK) {
+		atomic_store(&peer->lost, false);
 		peer_count(plane, gets, 1);
 		peer_count(plane, get_bytes, size);
 	}

@@ -96,6 +96,7 @@ struct peer_node {
 	void *blobs;
 	struct peer_conn *conn; /* NULL while down or not yet reconnected */
 	uint64_t down_until;    /* monotonic ns: not contacted before */
+	atomic_bool lost;       /* a connection failed; no operation succeeded since */
 };
 
 /* Counters behind struct peer_stats (relaxed atomics). */

@@ -29,12 +29,20 @@ bool peer_plane_connected(struct peer_plane *plane, uint32_t node)
 	return peer_node_find(plane, node) != NULL;
 }
 
+bool peer_plane_lost(struct peer_plane *plane, uint32_t node)
+{
+	struct peer_node *found = peer_node_find(plane, node);
+
+	return found && atomic_load(&found->lost);
+}
+
 /* Called by UCX (under its worker lock) when the endpoint fails. */
 static void conn_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 {
 	struct peer_conn *conn = arg;
 
 	atomic_store(&conn->failed, true);
+	atomic_store(&conn->node->lost, true);
 	nopfs_error("node %u: connection failed: %s; its samples come from the PFS for now",
 	            conn->node->index, ucs_status_string(status));
 	peer_fetch_fail_pending(conn->plane, conn, status);
@@ -171,6 +179,8 @@ static void node_retire_locked(struct peer_plane *plane, struct peer_node *node,
 
 	node->conn = NULL;
 	node->down_until = now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
+	if (reason != NOPFS_OK)
+		atomic_store(&node->lost, true);
 	conn->closed = true;
 	conn->close_reason = reason;
 	close_endpoint(conn);
@@ -325,6 +335,7 @@ nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
 	node->blobs = blobs;
 	node->down_until = 0;
 	status = conn_create(plane, node, &node->conn);
+	atomic_store(&node->lost, false); /* a new record: it is there */
 	pthread_rwlock_unlock(&node->lock);
 	free(old_blobs);
 	return status;

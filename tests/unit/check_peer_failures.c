@@ -107,6 +107,7 @@ START_TEST(destroyed_peer_fails_fast)
 
 	pair_start(&pair, TIMEOUT_MS);
 	ck_assert_int_eq(get_sample(pair.plane[0], 1, &pair.store[0], 2, dest), NOPFS_OK);
+	ck_assert(!peer_plane_lost(pair.plane[0], 1));
 	peer_plane_destroy(pair.plane[1]);
 	pair.plane[1] = NULL;
 
@@ -129,11 +130,14 @@ START_TEST(destroyed_peer_fails_fast)
 			usleep((TIMEOUT_MS + 50) * 1000); /* past the hold-off: reconnects, fails */
 	}
 
+	ck_assert(peer_plane_lost(pair.plane[0], 1));
+
 	/* the plane still works with others */
 	store_init(&store);
 	other = plane_start(3, &store, TIMEOUT_MS);
 	connect_to(pair.plane[0], other, 3);
 	ck_assert_int_eq(get_sample(pair.plane[0], 3, &store, 2, dest), NOPFS_OK);
+	ck_assert(!peer_plane_lost(pair.plane[0], 3));
 	ck_assert(sample_is_right(2, dest));
 	peer_plane_destroy(other);
 	store_fini(&store);
