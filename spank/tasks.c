@@ -19,10 +19,14 @@
  */
 #define AGENT_MISSING_SECONDS 25
 
-/* Is an nopfs-agent of @job running on this node (as this user)? */
+/*
+ * Is an nopfs-agent of @job running on this node (as the job's user)? In
+ * slurmstepd's user_init only the effective uid is the user's (the real one
+ * is root's).
+ */
 static bool agent_running(unsigned int job)
 {
-	return agents_of_job(job, getuid(), NULL, NULL) != 0; /* -1: cannot tell, keep waiting */
+	return agents_of_job(job, geteuid(), NULL, NULL) != 0; /* -1: cannot tell, keep waiting */
 }
 
 /* Wait for /tmp/nopfs-JOB/ready: 0 ready, -1 not within @timeout seconds or gone. */

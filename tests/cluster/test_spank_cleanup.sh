@@ -7,9 +7,9 @@
 #     pass their 1 s deadline and go to the PFS; the job completes right;
 #  3. scancel of a running job;
 #  4. an agent step whose agents never reach each other (they exit with
-#     status 75, node 0's only after 17 s, as when its first fences pass
-#     and the next times out): the plugin starts it again, the tasks wait
-#     for it, and the job is served.
+#     status 75 after 10 s, node 0's after 20 s, as when its first fence
+#     passes and the second times out): the plugin starts it again, the
+#     tasks wait for it, and the job is served.
 # After each job, no process, file or shared-memory directory of the job
 # remains on any node.
 # Exit: 0 pass, 1 fail, 77 skip.
@@ -101,17 +101,20 @@ sleep 1 # the epilog runs after the job leaves the queue
 nothing_left "$job" && echo "ok - scancel: nothing of job $job is left on the nodes" || fail=1
 
 # 4. the first agent step of the job exits with 75 on every node (as when its
-#    first PMIx fences never complete), node 0's 17 s late; the second runs
-#    the real agent
+#    first PMIx fences never complete: after 10 s, node 0's after 20 s),
+#    looking like an agent meanwhile (its command line); the second runs the
+#    real agent
 mv "$PLUGIN_BIN/nopfs-agent" "$PLUGIN_BIN/nopfs-agent.real"
 cat >"$PLUGIN_BIN/nopfs-agent" <<AGENT
-#!/bin/sh
+#!/bin/bash
 marker=$WORK/first-step.\$SLURM_JOB_ID.\$SLURM_NODEID
 if [ ! -e "\$marker" ]; then
 	: >"\$marker"
-	if [ "\$SLURM_NODEID" = 0 ]; then sleep 17; fi
-	echo "nopfs-agent (test): this step's agents cannot reach each other" >&2
-	exit 75
+	wait=10
+	[ "\$SLURM_NODEID" = 0 ] && wait=20
+	exec -a "\$0" bash -c 'sleep "\$0"
+		echo "nopfs-agent (test): the agents of this step cannot reach each other" >&2
+		exit 75' "\$wait" "\$@"
 fi
 exec $PLUGIN_BIN/nopfs-agent.real "\$@"
 AGENT
