@@ -205,7 +205,8 @@ int pfs_readlink(const char *path, char *buf, size_t size)
 /* ------------------------------------------------------------------------ */
 /* Names */
 
-int pfs_unlink(const char *path)
+/* Remove @path's name: unlinkat(2) with @flags (0, or AT_REMOVEDIR). */
+static int remove_name(const char *path, int flags)
 {
 	const char *name;
 	int dir_fd, rc;
@@ -215,26 +216,20 @@ int pfs_unlink(const char *path)
 	rc = pfs_parent_open(path, &dir_fd, &name);
 	if (rc != 0)
 		return rc;
-	if (unlinkat(dir_fd, name, 0) != 0)
+	if (unlinkat(dir_fd, name, flags) != 0)
 		rc = -errno;
 	pfs_parent_close(dir_fd);
 	return rc;
 }
 
+int pfs_unlink(const char *path)
+{
+	return remove_name(path, 0);
+}
+
 int pfs_rmdir(const char *path)
 {
-	const char *name;
-	int dir_fd, rc;
-
-	if (pfs.read_only)
-		return -EROFS;
-	rc = pfs_parent_open(path, &dir_fd, &name);
-	if (rc != 0)
-		return rc;
-	if (unlinkat(dir_fd, name, AT_REMOVEDIR) != 0)
-		rc = -errno;
-	pfs_parent_close(dir_fd);
-	return rc;
+	return remove_name(path, AT_REMOVEDIR);
 }
 
 /* A hard link @to of @from. */
