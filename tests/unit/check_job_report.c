@@ -38,6 +38,15 @@ static json_t *node_report(uint32_t node, const char *job_id, json_int_t pfs)
 	                 "max_seconds", 0.0, "fallbacks", "timeout", 0);
 }
 
+/* The data plane's view of the nodes, as the test sets it. */
+static bool lost[3];
+
+bool peer_plane_lost(struct peer_plane *plane, uint32_t node)
+{
+	ck_assert_ptr_eq(plane, agent.peers);
+	return node < 3 && lost[node];
+}
+
 /* The agent's own report when its file is missing: node 0's figures. */
 json_t *report_json(struct agent *a)
 {
@@ -92,6 +101,7 @@ static void setup(void)
 {
 	ck_assert_ptr_nonnull(mkdtemp(work));
 	agent = (struct agent){ .options = { .merge_wait = 1, .job_id = "job" } };
+	memset(lost, 0, sizeof(lost));
 	agent.bootstrap.active = true;
 	agent.bootstrap.nodes = 3;
 	snprintf(agent.options.report_pattern, sizeof(agent.options.report_pattern),
@@ -154,6 +164,33 @@ START_TEST(all_there_no_wait)
 	ck_assert_int_eq(json_integer_value(json_object_get(merged, "pfs_bytes")), 6000);
 	ck_assert_int_eq(json_array_size(json_object_get(merged, "nodes_missing")), 0);
 	json_decref(merged);
+}
+END_TEST
+
+/* A node the data plane lost gets a second, not the whole --merge-wait. */
+START_TEST(lost_node_not_waited_for)
+{
+	static char plane_stand_in;
+	uint64_t started;
+	json_t *merged;
+
+	agent.options.merge_wait = 30;
+	agent.peers = (struct peer_plane *)&plane_stand_in;
+	write_report(1, "job", 2000);
+	lost[2] = true;
+	started = now_ns();
+	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
+	ck_assert_uint_ge(now_ns() - started, 1000000000ull);
+	ck_assert_uint_lt(now_ns() - started, 3000000000ull);
+	merged = merged_report();
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "nodes_missing")), 1);
+	json_decref(merged);
+	/* one not lost is waited for */
+	lost[2] = false;
+	agent.options.merge_wait = 2;
+	started = now_ns();
+	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
+	ck_assert_uint_ge(now_ns() - started, 2000000000ull);
 }
 END_TEST
 
@@ -225,6 +262,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, late_missing_and_foreign);
 	tcase_add_test(tc, all_there_no_wait);
+	tcase_add_test(tc, lost_node_not_waited_for);
 	tcase_add_test(tc, not_node_zero_or_not_asked);
 	tcase_add_test(tc, unwritable_output);
 	tcase_add_test(tc, interim_reports_wait_for_the_last);
