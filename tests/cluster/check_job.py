@@ -6,7 +6,10 @@ usage: check_job.py --data DIR --outs GLOB --samples N [--report FILE] [--pfs-bo
                     [--pfs-watch FILE]
 --pfs-bound (x dataset, default 1.5) applies when no peer failed. --pfs-watch:
 pfs_watch.py's independent count of the dataset's reads, which must agree
-with the agents' own (job reads plus self-benchmark) within 1%.
+with the agents' own (job reads plus self-benchmark) within 1%; of the
+self-benchmark, it may see one node's share only: the agents start together,
+their benchmarks open the same files at the same moments, and inotify(7)
+merges identical events that follow each other unread.
 """
 import argparse
 import glob
@@ -60,7 +63,8 @@ watched = ""
 if args.pfs_watch:
     watch = json.load(open(args.pfs_watch))
     agents = pfs + report["benchmark_bytes"]
-    assert abs(watch["bytes"] - agents) <= 0.01 * agents, (
+    fewest = pfs + report["benchmark_bytes"] / max(1, len(report["per_node"]))
+    assert 0.99 * fewest <= watch["bytes"] <= 1.01 * agents, (
         f"inotify saw {watch['bytes']} bytes opened on the PFS, the agents report {agents} "
         f"({pfs} for the job, {report['benchmark_bytes']} for the self-benchmark)")
     watched = (f"; inotify independently: {watch['opens']} opens, "
