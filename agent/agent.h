@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include "bench.h"
-#include "peer.h"
 #include "bootstrap.h"
 #include "job.h"
 #include "options.h"
@@ -35,7 +34,6 @@ struct agent {
 	struct nopfs_node_tiers node_tiers;
 	struct tier_set tiers;
 	struct peer_plane *peers; /* the other nodes' agents (NULL: none) */
-	struct peer_config peer_config;
 	struct prefetch prefetch;
 	struct stage stage;
 	struct watch watch;

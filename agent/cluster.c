@@ -309,9 +309,8 @@ static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint
                                   uint64_t deadline_ns)
 {
 	struct agent *agent = arg;
-	uint64_t now = now_ns();
-	struct timespec deadline =
-	        deadline_after_ms(deadline_ns > now ? (deadline_ns - now) / 1000000u : 0);
+	struct timespec deadline = deadline_at_ns(deadline_ns);
+
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		struct tier *tier = &agent->tiers.tier[t];
 		int64_t position = tier_position(tier, (uint32_t)sample);
@@ -380,7 +379,6 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 	/* Computes every primary's place once, before the stagers ask concurrently. */
 	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
 	                              &offset_unused, &index_unused);
-	agent->peer_config = config;
 	if (peer_plane_create(&config, &agent->peers) != NOPFS_OK ||
 	    peer_record_pack(peer_plane_local_record(agent->peers), &packed, &packed_length) !=
 	            NOPFS_OK) {

@@ -169,8 +169,7 @@ static void op_spin(struct peer_op *op)
 /* Wait until no unit is left or @deadline (monotonic ns); true if none is. */
 static bool op_wait_until(struct peer_op *op, uint64_t deadline)
 {
-	struct timespec at = { .tv_sec = (time_t)(deadline / 1000000000u),
-		               .tv_nsec = (long)(deadline % 1000000000u) };
+	struct timespec at = deadline_at_ns(deadline);
 	bool idle;
 
 	pthread_mutex_lock(&op->lock);

@@ -14,13 +14,17 @@ static inline uint64_t now_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* The CLOCK_MONOTONIC deadline @at (ns, as now_ns() counts) as a timespec. */
+static inline struct timespec deadline_at_ns(uint64_t at)
+{
+	return (struct timespec){ .tv_sec = (time_t)(at / 1000000000u),
+		                  .tv_nsec = (long)(at % 1000000000u) };
+}
+
 /* A CLOCK_MONOTONIC deadline @ms milliseconds from now. */
 static inline struct timespec deadline_after_ms(uint64_t ms)
 {
-	uint64_t at = now_ns() + ms * 1000000u;
-
-	return (struct timespec){ .tv_sec = (time_t)(at / 1000000000u),
-		                  .tv_nsec = (long)(at % 1000000000u) };
+	return deadline_at_ns(now_ns() + ms * 1000000u);
 }
 
 /* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines. */

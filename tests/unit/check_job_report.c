@@ -14,6 +14,7 @@
 
 #include "agent.h"
 #include "log_capture.h"
+#include "peer.h"
 #include "report/report.h"
 #include "timing.h"
 
