@@ -88,6 +88,13 @@ void companion_signature(const struct step_layout *layout, char *buffer, size_t 
 	         layout->distribution);
 }
 
+/* An option and its value. */
+static void add_option(struct command *c, const char *option, const char *value)
+{
+	add(c, option);
+	add(c, value);
+}
+
 static void build_command(uint32_t job, const struct step_layout *layout, struct command *c)
 {
 	const struct spank_request *r = &nopfs_request;
@@ -113,37 +120,25 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	add(c, nopfs_config.srun);
 	add(c, "--overlap");
 	add(c, c->jobid);
-	add(c, "-w");
-	add(c, layout->nodes);
-	add(c, "-N");
-	add(c, c->nodes);
-	add(c, "-n");
-	add(c, c->nodes);
+	add_option(c, "-w", layout->nodes);
+	add_option(c, "-N", c->nodes);
+	add_option(c, "-n", c->nodes);
 	add(c, "--ntasks-per-node=1");
 	add(c, "--mpi=pmix");
-	add(c, "-J");
-	add(c, AGENT_STEP_NAME);
+	add_option(c, "-J", AGENT_STEP_NAME);
 	add(c, "--input=none");
 	add(c, "--kill-on-bad-exit=0");
 	add(c, "--quiet");
 	add(c, c->agent);
-	add(c, "--job-id");
-	add(c, c->job);
+	add_option(c, "--job-id", c->job);
 	/* in the order of companion_signature() */
-	add(c, "--dataset");
-	add(c, r->dataset);
-	add(c, "--seed");
-	add(c, c->seed);
-	add(c, "--epochs");
-	add(c, c->epochs);
-	add(c, "--step-tasks");
-	add(c, layout->tasks_per_node);
-	add(c, "--step-distribution");
-	add(c, layout->distribution);
-	if (r->index[0]) {
-		add(c, "--index");
-		add(c, r->index);
-	}
+	add_option(c, "--dataset", r->dataset);
+	add_option(c, "--seed", c->seed);
+	add_option(c, "--epochs", c->epochs);
+	add_option(c, "--step-tasks", layout->tasks_per_node);
+	add_option(c, "--step-distribution", layout->distribution);
+	if (r->index[0])
+		add_option(c, "--index", r->index);
 	if (!r->shuffle)
 		add(c, "--no-shuffle");
 	if (r->drop_last)
@@ -151,23 +146,15 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	if (r->verbose)
 		add(c, "--verbose");
 	tier_count = tier_arguments(r->tiers[0] ? r->tiers : nopfs_config.tiers, c);
-	for (int i = 0; i < tier_count; i++) {
-		add(c, "--tier");
-		add(c, c->tiers[i]);
-	}
-	add(c, "--report");
-	add(c, c->node_report);
-	add(c, "--merged-report");
-	add(c, r->report);
+	for (int i = 0; i < tier_count; i++)
+		add_option(c, "--tier", c->tiers[i]);
+	add_option(c, "--report", c->node_report);
+	add_option(c, "--merged-report", r->report);
 	add(c, "--drop-node-reports");
-	add(c, "--share-dir");
-	add(c, c->share);
-	add(c, "--log");
-	add(c, c->log);
-	if (nopfs_config.bench_cache[0]) {
-		add(c, "--bench-cache");
-		add(c, nopfs_config.bench_cache);
-	}
+	add_option(c, "--share-dir", c->share);
+	add_option(c, "--log", c->log);
+	if (nopfs_config.bench_cache[0])
+		add_option(c, "--bench-cache", nopfs_config.bench_cache);
 	c->argv[c->argc] = NULL;
 }
 
