@@ -594,6 +594,20 @@ netns_read() {
 	unshare --net cat $files >/dev/null
 }
 
+# read_pair: both halves of big/ at once, each from its own network
+# namespace; pair_ms: how long that took
+read_pair() {
+	local t0 reader1 reader2
+	t0=$(now_ms)
+	netns_read first &
+	reader1=$!
+	netns_read second &
+	reader2=$!
+	wait "$reader1" || fail "reader 1 in its own network namespace failed"
+	wait "$reader2" || fail "reader 2 in its own network namespace failed"
+	pair_ms=$(($(now_ms) - t0))
+}
+
 # --- Clients are network namespaces, sharing the bandwidth ----------------
 # One reader of 20 MiB alone (this script's namespace), then two readers of
 # 10 MiB each at once, each in a new network namespace: the 20 MiB/s are
@@ -604,14 +618,8 @@ t0=$(now_ms)
 cat "$mnt"/big/*.bin >/dev/null
 one_ms=$(($(now_ms) - t0))
 sleep 0.6 # the first client is no longer reading
-t0=$(now_ms)
-netns_read first &
-reader1=$!
-netns_read second &
-reader2=$!
-wait "$reader1" || fail "reader 1 in its own network namespace failed"
-wait "$reader2" || fail "reader 2 in its own network namespace failed"
-two_ms=$(($(now_ms) - t0))
+read_pair
+two_ms=$pair_ms
 stop_pfs
 clients=$(stat_field count -)
 echo "--bandwidth 1:20M,2:20M: one client 20 MiB in ${one_ms} ms, two clients 10 MiB each in ${two_ms} ms; $clients clients in the stats"
@@ -626,14 +634,7 @@ in_range $((two_ms * 100 / one_ms)) 75 135 ||
 # Interpolation: with 40 MiB/s at two clients, two readers of 10 MiB take
 # about half a second.
 start_pfs --bandwidth 1:20M,3:60M
-t0=$(now_ms)
-netns_read first &
-reader1=$!
-netns_read second &
-reader2=$!
-wait "$reader1" || fail "reader 1 failed"
-wait "$reader2" || fail "reader 2 failed"
-pair_ms=$(($(now_ms) - t0))
+read_pair
 stop_pfs
 [ "$(stat_field count -)" = 2 ] || fail "two namespaces read, the stats show $(stat_field count -) clients"
 echo "--bandwidth 1:20M,3:60M: two clients 10 MiB each in ${pair_ms} ms (40 MiB/s: about 500 ms)"
