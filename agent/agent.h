@@ -44,9 +44,41 @@ struct agent {
 	char socket_path[4096];
 	char ready_path[4096];
 	bool made_runtime_dir, made_stage_dir;
-	bool report_final;         /* the agent is done: the next report is its last */
+	bool serving;      /* agent_serve_start() succeeded, agent_serve_stop() not called */
+	bool report_final; /* the agent is done: the next report is its last */
 	char shared_catalog[4096]; /* node 0: the catalog it shared, removed at exit */
+
+	/* Plans (replan.c): the agent's first is generation 0. */
+	uint32_t generation;               /* of the plan followed */
+	uint32_t accepted;                 /* the newest step generation served (>= generation) */
+	_Atomic uint32_t *peer_generation; /* each node's, as it told us (with peers) */
+	pthread_rwlock_t plan_lock;        /* held for writing while the plan changes */
+	pthread_mutex_t events_lock;
+	struct agent_event *events;   /* notices from peers, for the main thread */
+	struct tier_retired *retired; /* RAM tiers of earlier plans */
+	json_t *plans;                /* plans taken on or refused, for the report */
 };
+
+/* main.c: start and stop what serves the tasks (stagers, prefetchers, watch, server). */
+nopfs_status agent_serve_start(struct agent *agent);
+void agent_serve_stop(struct agent *agent);
+
+/* main.c: publish "PID GENERATION" in the ready file. */
+nopfs_status agent_publish_ready(struct agent *agent);
+
+/* main.c: prefetch threads per tier from the benchmark. */
+void agent_choose_threads(struct agent *agent);
+
+/*
+ * replan.c: a later step of the job described itself to this agent (a
+ * step-GENERATION file in the runtime directory, then SIGUSR2) or another
+ * agent sent a notice (a peer_notice_fn, queued for the main thread). Called
+ * by the main thread: take on the newest plan, apply peers' records.
+ */
+void agent_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
+                  const void *payload, size_t length);
+nopfs_status agent_replan_poll(struct agent *agent, bool step_signalled);
+void agent_replan_fini(struct agent *agent);
 
 /* The report (also the live STATS answer) as a new JSON object. */
 json_t *report_json(struct agent *agent);

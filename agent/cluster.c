@@ -16,7 +16,8 @@
 #include "timing.h"
 
 /* Deadline of one remote read: past it, the PFS. */
-#define PEER_TIMEOUT_MS 1000
+#define PEER_TIMEOUT_MS   1000
+#define PEER_GRACE_MAX_MS 30000 /* waited for reads of a plan's RAM tier to end */
 
 /* Write @length bytes to @path atomically (a temporary name, then rename). */
 static nopfs_status write_file(const char *path, const void *data, size_t length)
@@ -282,22 +283,31 @@ void cluster_fini(struct agent *agent)
 static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_t size)
 {
 	struct agent *agent = arg;
+	nopfs_status status = NOPFS_ERR_NOT_FOUND;
 
+	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
+		return NOPFS_ERR_NOT_FOUND; /* changing plans */
 	if (sample >= agent->job.sampler.count ||
 	    nopfs_catalog_size(agent->job.catalog, sample) != size)
-		return NOPFS_ERR_NOT_FOUND;
+		goto out;
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		struct tier *tier = &agent->tiers.tier[t];
 		int64_t position = tier_position(tier, (uint32_t)sample);
 
 		if (position < 0)
 			continue;
-		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
-			return tier_read(tier, (uint64_t)position, buffer);
-		if ((uint64_t)position < tier->primary_count)
-			return NOPFS_ERR_AGAIN; /* ours to fetch: fill_for_peer() */
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT) {
+			status = tier_read(tier, (uint64_t)position, buffer);
+			break;
+		}
+		if ((uint64_t)position < tier->primary_count) {
+			status = NOPFS_ERR_AGAIN; /* ours to fetch: fill_for_peer() */
+			break;
+		}
 	}
-	return NOPFS_ERR_NOT_FOUND;
+out:
+	pthread_rwlock_unlock(&agent->plan_lock);
+	return status;
 }
 
 /*
@@ -310,20 +320,26 @@ static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint
 {
 	struct agent *agent = arg;
 	struct timespec deadline = deadline_at_ns(deadline_ns);
+	nopfs_status status = NOPFS_ERR_NOT_FOUND;
 
+	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
+		return NOPFS_ERR_NOT_FOUND; /* changing plans */
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		struct tier *tier = &agent->tiers.tier[t];
 		int64_t position = tier_position(tier, (uint32_t)sample);
-		nopfs_status status;
 
 		if (position < 0 || (uint64_t)position >= tier->primary_count ||
+		    sample >= agent->job.sampler.count ||
 		    nopfs_catalog_size(agent->job.catalog, sample) != size)
 			continue;
 		status = tier_ensure(tier, (uint64_t)position, agent->job.catalog, buffer,
 		                     &agent->stats, &deadline, NULL);
-		return status == NOPFS_OK ? tier_read(tier, (uint64_t)position, buffer) : status;
+		if (status == NOPFS_OK)
+			status = tier_read(tier, (uint64_t)position, buffer);
+		break;
 	}
-	return NOPFS_ERR_NOT_FOUND;
+	pthread_rwlock_unlock(&agent->plan_lock);
+	return status;
 }
 
 /*
@@ -363,6 +379,7 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 		.present_value = TIER_PRESENT,
 		.serve = serve_peer,
 		.fill = fill_for_peer,
+		.notice = agent_notice,
 		.serve_arg = agent,
 		.timeout_ms = PEER_TIMEOUT_MS,
 		.slow_bytes_per_s = slow_rate(agent),
@@ -376,6 +393,11 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 
 	if (!agent->bootstrap.active || nodes < 2)
 		return NOPFS_OK;
+	agent->peer_generation = calloc(nodes, sizeof(*agent->peer_generation));
+	if (!agent->peer_generation) {
+		nopfs_error("no memory for the plans of %" PRIu32 " nodes", nodes);
+		return NOPFS_ERR_NOMEM;
+	}
 	/* Computes every primary's place once, before the stagers ask concurrently. */
 	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
 	                              &offset_unused, &index_unused);
@@ -437,8 +459,9 @@ bool cluster_read_from_peer(void *arg, uint32_t sample, void *buffer)
 
 	if (!agent->peers ||
 	    !nopfs_placement_primary_place(job->placement, sample, &node, &tier, &offset, &index) ||
-	    node == job->node || !peer_plane_connected(agent->peers, node))
-		return false;
+	    node == job->node || !peer_plane_connected(agent->peers, node) ||
+	    atomic_load(&agent->peer_generation[node]) != agent->generation)
+		return false; /* (a node with another plan keeps other samples) */
 	/* Every node runs the same tier list: tier 0 of a RAM-first list is RAM everywhere. */
 	if (tier == 0 && agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM) {
 		nopfs_status status =
@@ -456,4 +479,86 @@ void cluster_disconnect_peers(struct agent *agent)
 	if (agent->peers)
 		peer_plane_destroy(agent->peers);
 	agent->peers = NULL;
+	free((void *)agent->peer_generation);
+	agent->peer_generation = NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Another plan (replan.c).
+ */
+
+unsigned int cluster_peer_grace_ms(struct agent *agent)
+{
+	double rate = slow_rate(agent);
+	double ms =
+	        PEER_TIMEOUT_MS + (rate > 0 ? (double)agent->job.max_sample_size / rate * 1e3 : 0);
+
+	return ms > PEER_GRACE_MAX_MS ? PEER_GRACE_MAX_MS : (unsigned int)ms;
+}
+
+void cluster_plan_notify(struct agent *agent, uint32_t generation, const char *description)
+{
+	uint32_t sent;
+
+	if (!agent->peers)
+		return;
+	sent = peer_plane_notify(agent->peers, AGENT_NOTICE_PLAN, generation, description,
+	                         strlen(description) + 1);
+	nopfs_info("plan %" PRIu32 ": told %" PRIu32 " of %" PRIu32 " other agents", generation,
+	           sent, agent->bootstrap.nodes - 1);
+}
+
+void cluster_expose_plan(struct agent *agent)
+{
+	struct tier *ram = agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM
+	                           ? &agent->tiers.tier[0]
+	                           : NULL;
+	bool exposed = ram && ram->primary_count;
+	uint32_t node_unused;
+	unsigned int tier_unused;
+	uint64_t offset_unused, index_unused;
+	void *packed = NULL;
+	size_t length = 0;
+
+	if (!agent->peers)
+		return;
+	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
+	                              &offset_unused, &index_unused);
+	if (peer_plane_expose(agent->peers, exposed ? ram->base : NULL, exposed ? ram->bytes : 0,
+	                      exposed ? (void *)ram->state : NULL,
+	                      exposed ? ram->primary_count : 0) != NOPFS_OK)
+		nopfs_warning("data plane: plan %" PRIu32 ": the RAM tier is not exposed: other "
+		              "nodes read what it keeps from the PFS",
+		              agent->generation);
+	peer_plane_set_generation(agent->peers, agent->generation);
+	atomic_store(&agent->peer_generation[agent->bootstrap.node], agent->generation);
+	if (peer_record_pack(peer_plane_local_record(agent->peers), &packed, &length) != NOPFS_OK)
+		return;
+	peer_plane_notify(agent->peers, AGENT_NOTICE_RECORD, agent->generation, packed, length);
+	free(packed);
+}
+
+void cluster_apply_record(struct agent *agent, uint32_t node, uint32_t generation,
+                          const void *packed, size_t length)
+{
+	struct peer_record record;
+
+	if (!agent->peers || node >= agent->bootstrap.nodes || node == agent->bootstrap.node)
+		return;
+	if (peer_record_unpack(packed, length, &record) != NOPFS_OK) {
+		nopfs_warning("data plane: node %" PRIu32 " published a malformed record for plan "
+		              "%" PRIu32 ": what it keeps comes from the PFS",
+		              node, generation);
+		atomic_store(&agent->peer_generation[node], PEER_NO_GENERATION);
+		return;
+	}
+	if (peer_plane_connect(agent->peers, node, &record) != NOPFS_OK) {
+		nopfs_warning("data plane: cannot reach the agent of node %" PRIu32
+		              " for plan %" PRIu32 ": what it keeps comes from the PFS",
+		              node, generation);
+		atomic_store(&agent->peer_generation[node], PEER_NO_GENERATION);
+		return;
+	}
+	atomic_store(&agent->peer_generation[node], generation);
+	nopfs_info("data plane: node %" PRIu32 " is ready for plan %" PRIu32, node, generation);
 }

@@ -39,6 +39,32 @@ bool cluster_read_from_peer(void *arg, uint32_t sample, void *buffer);
 /* Close the data plane (before the tiers go). */
 void cluster_disconnect_peers(struct agent *agent);
 
+/*
+ * Another plan (replan.c). Notices the agents send one another: a plan's
+ * step description (AGENT_NOTICE_PLAN), and the record of an agent that has
+ * taken a plan on (AGENT_NOTICE_RECORD: its RAM tier's new keys).
+ */
+enum agent_notice_kind { AGENT_NOTICE_PLAN = 1, AGENT_NOTICE_RECORD = 2 };
+
+/* Tell the other agents about plan @generation (@description: its step). */
+void cluster_plan_notify(struct agent *agent, uint32_t generation, const char *description);
+
+/*
+ * How long peers' reads of this node's RAM tier may still be in flight once
+ * they can no longer start (their deadline for the largest sample).
+ */
+unsigned int cluster_peer_grace_ms(struct agent *agent);
+
+/*
+ * This node has taken plan agent->generation on: expose its RAM tier, match
+ * requests against the plan, and send its record to the other agents.
+ */
+void cluster_expose_plan(struct agent *agent);
+
+/* Node @node has taken plan @generation on, with the record @packed. */
+void cluster_apply_record(struct agent *agent, uint32_t node, uint32_t generation,
+                          const void *packed, size_t length);
+
 /* Remove what cluster_catalog() shared (node 0). */
 void cluster_fini(struct agent *agent);
 

@@ -29,6 +29,7 @@
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t report_requested;
+static volatile sig_atomic_t step_requested; /* a later step described itself */
 
 static void on_stop(int signal_number)
 {
@@ -40,11 +41,16 @@ static void on_report(int signal_number)
 	report_requested = 1;
 }
 
+static void on_step(int signal_number)
+{
+	step_requested = 1;
+}
+
 /* Block the signals we wait for (threads inherit the mask) and install flags. */
 static nopfs_status signals_setup(sigset_t *wait_mask)
 {
 	struct sigaction stop = { .sa_handler = on_stop }, report = { .sa_handler = on_report },
-	                 ignore = { .sa_handler = SIG_IGN };
+	                 step = { .sa_handler = on_step }, ignore = { .sa_handler = SIG_IGN };
 	sigset_t blocked;
 
 	sigemptyset(&blocked);
@@ -52,10 +58,11 @@ static nopfs_status signals_setup(sigset_t *wait_mask)
 	sigaddset(&blocked, SIGINT);
 	sigaddset(&blocked, SIGHUP);
 	sigaddset(&blocked, SIGUSR1);
+	sigaddset(&blocked, SIGUSR2);
 	if (pthread_sigmask(SIG_BLOCK, &blocked, wait_mask) != 0 ||
 	    sigaction(SIGTERM, &stop, NULL) != 0 || sigaction(SIGINT, &stop, NULL) != 0 ||
 	    sigaction(SIGHUP, &stop, NULL) != 0 || sigaction(SIGUSR1, &report, NULL) != 0 ||
-	    sigaction(SIGPIPE, &ignore, NULL) != 0) {
+	    sigaction(SIGUSR2, &step, NULL) != 0 || sigaction(SIGPIPE, &ignore, NULL) != 0) {
 		nopfs_error("cannot set up signal handling: %m");
 		return NOPFS_ERR_INTERNAL;
 	}
@@ -223,7 +230,7 @@ static nopfs_status phase_benchmark(struct agent *agent)
 }
 
 /* Prefetch threads per tier: what the PFS and the tier's writes can use. */
-static void choose_threads(struct agent *agent)
+void agent_choose_threads(struct agent *agent)
 {
 	struct nopfs_model model = { .tiers = agent->options.tiers.count };
 
@@ -287,7 +294,7 @@ static json_t *live_stats(void *arg)
 	return report;
 }
 
-static nopfs_status write_ready_file(struct agent *agent)
+nopfs_status agent_publish_ready(struct agent *agent)
 {
 	char temporary[4200];
 	FILE *out;
@@ -298,7 +305,7 @@ static nopfs_status write_ready_file(struct agent *agent)
 		nopfs_error("cannot write '%s': %m", temporary);
 		return NOPFS_ERR_IO;
 	}
-	fprintf(out, "%ld\n", (long)getpid());
+	fprintf(out, "%ld %" PRIu32 "\n", (long)getpid(), agent->accepted);
 	if (fclose(out) != 0 || rename(temporary, agent->ready_path) != 0) {
 		nopfs_error("cannot publish '%s': %m", agent->ready_path);
 		return NOPFS_ERR_IO;
@@ -306,14 +313,77 @@ static nopfs_status write_ready_file(struct agent *agent)
 	return NOPFS_OK;
 }
 
-/* Serve until a stop signal; SIGUSR1 writes the report on the way. */
+nopfs_status agent_serve_start(struct agent *agent)
+{
+	const struct agent_options *options = &agent->options;
+	nopfs_status status;
+
+	status = stage_init(&agent->stage, &agent->job, &agent->tiers, &agent->stats,
+	                    options->stage_dir, options->stage_window, options->serve_timeout_ms);
+	if (status != NOPFS_OK)
+		goto out_stage;
+	if (agent->peers) {
+		stage_use_remote(&agent->stage, cluster_read_from_peer, agent);
+		tier_set_use_remote(&agent->tiers, cluster_read_from_peer, agent);
+	}
+	status = watch_start(&agent->watch, &agent->stage, options->stage_dir);
+	if (status != NOPFS_OK)
+		goto out_stage;
+	status = stage_start(&agent->stage, options->stage_threads);
+	if (status == NOPFS_OK)
+		status = prefetch_start(&agent->prefetch, &agent->tiers, agent->job.catalog,
+		                        agent->job.max_sample_size, &agent->stats);
+	if (status != NOPFS_OK)
+		goto out_watch;
+	status = server_start(&agent->server, agent->socket_path, &agent->stage, &agent->stats,
+	                      live_stats, agent);
+	if (status != NOPFS_OK)
+		goto out_prefetch;
+	agent->serving = true;
+	return NOPFS_OK;
+
+out_prefetch:
+	prefetch_stop(&agent->prefetch);
+out_watch:
+	watch_stop(&agent->watch);
+out_stage:
+	stage_fini(&agent->stage);
+	return status;
+}
+
+void agent_serve_stop(struct agent *agent)
+{
+	if (!agent->serving)
+		return;
+	stage_shutdown(&agent->stage);
+	server_stop(&agent->server);
+	prefetch_stop(&agent->prefetch);
+	watch_stop(&agent->watch);
+	stage_fini(&agent->stage);
+	agent->serving = false;
+}
+
+/*
+ * Serve until a stop signal; SIGUSR1 writes the report on the way, SIGUSR2
+ * (a later step described itself) and peers' notices change the plan.
+ */
 static void wait_for_stop(struct agent *agent, const sigset_t *wait_mask)
 {
+	const struct timespec tick = { .tv_nsec = 200000000 };
+
 	while (!stop_requested) {
-		sigsuspend(wait_mask);
+		bool step;
+
+		pselect(0, NULL, NULL, NULL, &tick, wait_mask);
 		if (report_requested) {
 			report_requested = 0;
 			report_write(agent);
+		}
+		step = step_requested;
+		step_requested = 0;
+		if (!stop_requested && agent_replan_poll(agent, step) != NOPFS_OK) {
+			nopfs_error("no plan to serve any more: stopping");
+			break;
 		}
 	}
 	nopfs_info("signal %d: draining", (int)stop_requested);
@@ -346,6 +416,8 @@ int main(int argc, char **argv)
 	if (signals_setup(&wait_mask) != NOPFS_OK)
 		goto out_log;
 	agent.started_ns = clock = now_ns();
+	pthread_rwlock_init(&agent.plan_lock, NULL);
+	pthread_mutex_init(&agent.events_lock, NULL);
 	if (snprintf(agent.socket_path, sizeof(agent.socket_path), "%s/agent.sock",
 	             options->runtime_dir) >= (int)sizeof(agent.socket_path) ||
 	    snprintf(agent.ready_path, sizeof(agent.ready_path), "%s/ready",
@@ -388,50 +460,29 @@ int main(int argc, char **argv)
 		goto out_job;
 	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
-	                    options->job_id) != NOPFS_OK)
+	                    options->job_id, 0) != NOPFS_OK)
 		goto out_job;
-	choose_threads(&agent);
+	agent_choose_threads(&agent);
 	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
 
 	if (cluster_connect_peers(&agent) != NOPFS_OK)
 		goto out_tiers;
-	if (stage_init(&agent.stage, &agent.job, &agent.tiers, &agent.stats, options->stage_dir,
-	               options->stage_window, options->serve_timeout_ms) != NOPFS_OK)
-		goto out_stage;
-	if (agent.peers) {
-		stage_use_remote(&agent.stage, cluster_read_from_peer, &agent);
-		tier_set_use_remote(&agent.tiers, cluster_read_from_peer, &agent);
-	}
-	if (watch_start(&agent.watch, &agent.stage, options->stage_dir) != NOPFS_OK)
-		goto out_stage;
-	if (stage_start(&agent.stage, options->stage_threads) != NOPFS_OK)
-		goto out_watch;
-	if (prefetch_start(&agent.prefetch, &agent.tiers, agent.job.catalog,
-	                   agent.job.max_sample_size, &agent.stats) != NOPFS_OK)
-		goto out_watch;
-	if (server_start(&agent.server, agent.socket_path, &agent.stage, &agent.stats, live_stats,
-	                 &agent) != NOPFS_OK)
-		goto out_prefetch;
-	if (write_ready_file(&agent) != NOPFS_OK)
-		goto out_server;
+	if (agent_serve_start(&agent) != NOPFS_OK)
+		goto out_report;
+	if (agent_publish_ready(&agent) != NOPFS_OK)
+		goto out_serve;
 	nopfs_info("ready in %.2f s: serving %" PRIu32 " local ranks on %s",
 	           (double)(now_ns() - agent.started_ns) / 1e9, agent.job.local_rank_count,
 	           agent.socket_path);
 
 	wait_for_stop(&agent, &wait_mask);
 	agent.phase_seconds[PHASE_SERVE] = phase_end(&clock);
-	unlink(agent.ready_path);
-	stage_shutdown(&agent.stage);
 	rc = 0;
 
-out_server:
-	server_stop(&agent.server);
-out_prefetch:
-	prefetch_stop(&agent.prefetch);
-out_watch:
-	watch_stop(&agent.watch);
-out_stage:
-	stage_fini(&agent.stage);
+out_serve:
+	unlink(agent.ready_path);
+	agent_serve_stop(&agent);
+out_report:
 	agent.phase_seconds[PHASE_DRAIN] = phase_end(&clock);
 	agent.report_final = true;
 	if (agent.job.catalog && report_write(&agent) != NOPFS_OK)
@@ -444,6 +495,7 @@ out_tiers:
 out_job:
 	job_fini(&agent.job);
 	cluster_fini(&agent);
+	agent_replan_fini(&agent);
 	bootstrap_fini(&agent.bootstrap);
 out_dirs:
 	unlink(agent.ready_path);

@@ -366,6 +366,15 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 	}
 }
 
+/* Point the catalog options at the strings of @c. */
+static void point_catalog(struct agent_options *c)
+{
+	c->catalog.root = c->dataset_root;
+	c->catalog.list_path = c->list_path[0] ? c->list_path : NULL;
+	c->catalog.extensions = c->extensions[0] ? c->extensions : NULL;
+	c->catalog.cache_dir = c->catalog_cache[0] ? c->catalog_cache : NULL;
+}
+
 /* Defaults that depend on other options, and cross-option checks. */
 static nopfs_status finish(struct agent_options *c)
 {
@@ -409,10 +418,7 @@ static nopfs_status finish(struct agent_options *c)
 		return NOPFS_ERR_RANGE;
 	}
 	strcpy(c->report_pattern, c->report_path);
-	c->catalog.root = c->dataset_root;
-	c->catalog.list_path = c->list_path[0] ? c->list_path : NULL;
-	c->catalog.extensions = c->extensions[0] ? c->extensions : NULL;
-	c->catalog.cache_dir = c->catalog_cache[0] ? c->catalog_cache : NULL;
+	point_catalog(c);
 	return NOPFS_OK;
 }
 
@@ -452,6 +458,94 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		return NOPFS_ERR_INVALID;
 	}
 	return finish(config);
+}
+
+/* What a step description may give: the step, never the agent's own settings. */
+static bool is_step_option(int option)
+{
+	switch (option) {
+	case OPT_DATASET:
+	case OPT_INDEX:
+	case OPT_EXTENSIONS:
+	case OPT_SEED:
+	case OPT_EPOCHS:
+	case OPT_WORLD_SIZE:
+	case OPT_RANKS:
+	case OPT_DROP_LAST:
+	case OPT_NO_SHUFFLE:
+	case OPT_STEP_TASKS:
+	case OPT_STEP_DISTRIBUTION:
+		return true;
+	default:
+		return false;
+	}
+}
+
+#define STEP_ARGS_MAX 64
+
+nopfs_status agent_options_step(const struct agent_options *current, char *text,
+                                struct agent_options *next)
+{
+	char *argv[STEP_ARGS_MAX + 2] = { "step" }, *line, *save = NULL;
+	char pattern[sizeof(current->report_pattern)];
+	int argc = 1, option, index = 0;
+	nopfs_status status;
+
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (argc > STEP_ARGS_MAX) {
+			nopfs_error("step description: more than %d arguments", STEP_ARGS_MAX);
+			return NOPFS_ERR_INVALID;
+		}
+		argv[argc++] = line;
+	}
+	*next = *current;
+	next->dataset_root[0] = next->list_path[0] = next->extensions[0] = '\0';
+	next->catalog.format = NOPFS_INDEX_IMAGEFOLDER;
+	next->sampler = (struct nopfs_sampler){ .shuffle = true };
+	next->epochs = 1;
+	next->local_ranks = NULL;
+	next->local_rank_count = 0;
+	next->step_tasks[0] = '\0';
+	next->step_distribution = NOPFS_DISTRIBUTION_BLOCK;
+	next->step_plane_size = 0;
+	opterr = 0;
+	optind = 1;
+	while ((option = getopt_long(argc, argv, "", long_options, &index)) != -1) {
+		if (option == '?') {
+			nopfs_error("step description: unknown or incomplete option '%s'",
+			            argv[optind - 1]);
+			goto fail;
+		}
+		if (!is_step_option(option)) {
+			nopfs_error("step description: '--%s' is not an option of a step",
+			            long_options[index].name);
+			goto fail;
+		}
+		if (!parse_option(option, optarg, next))
+			goto fail;
+	}
+	if (optind < argc) {
+		nopfs_error("step description: unexpected argument '%s'", argv[optind]);
+		goto fail;
+	}
+	memcpy(pattern, current->report_pattern, sizeof(pattern));
+	status = finish(next);
+	memcpy(next->report_pattern, pattern, sizeof(pattern));
+	if (status == NOPFS_OK)
+		return NOPFS_OK;
+	agent_options_fini(next);
+	return status;
+fail:
+	agent_options_fini(next);
+	return NOPFS_ERR_INVALID;
+}
+
+void agent_options_move(struct agent_options *to, struct agent_options *from)
+{
+	agent_options_fini(to);
+	*to = *from;
+	point_catalog(to);
+	from->local_ranks = NULL;
 }
 
 void agent_options_fini(struct agent_options *config)

@@ -61,6 +61,20 @@ struct agent_options {
  */
 nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *config);
 
+/*
+ * The options for another step: @current with the step's options (dataset,
+ * index, extensions, seed, epochs, world size and ranks or step tasks and
+ * distribution, shuffle, drop-last) replaced by those of @text (one argument
+ * per line; modified), checked as on the command line. Any other option is
+ * an error naming it. On success *@next is set (free with
+ * agent_options_fini(), or agent_options_move() it into place).
+ */
+nopfs_status agent_options_step(const struct agent_options *current, char *text,
+                                struct agent_options *next);
+
+/* Replace @to by @from (which must not be used afterwards but may be finished). */
+void agent_options_move(struct agent_options *to, struct agent_options *from);
+
 /* Free what agent_options_parse() allocated. */
 void agent_options_fini(struct agent_options *config);
 

@@ -117,15 +117,16 @@ static nopfs_status region_map(struct peer_plane *plane, void *base, size_t byte
 	return NOPFS_OK;
 }
 
-static void regions_unmap(struct peer_plane *plane)
+void peer_regions_unmap(struct peer_plane *plane)
 {
 	if (plane->state_memh)
 		ucp_mem_unmap(plane->context, plane->state_memh);
 	if (plane->ram_memh)
 		ucp_mem_unmap(plane->context, plane->ram_memh);
+	plane->state_memh = plane->ram_memh = NULL;
 }
 
-static nopfs_status regions_map(struct peer_plane *plane)
+nopfs_status peer_regions_map(struct peer_plane *plane)
 {
 	const struct peer_config *config = &plane->config;
 	nopfs_status status;
@@ -137,7 +138,7 @@ static nopfs_status regions_map(struct peer_plane *plane)
 	status = region_map(plane, config->state_base, config->state_bytes, "state array",
 	                    &plane->state_memh);
 	if (status != NOPFS_OK)
-		regions_unmap(plane);
+		peer_regions_unmap(plane);
 	return status;
 }
 
@@ -161,7 +162,7 @@ static nopfs_status key_pack(struct peer_plane *plane, ucp_mem_h memh, const cha
 }
 
 /* This agent's record: address and keys copied into one plane-owned blob. */
-static nopfs_status record_build(struct peer_plane *plane)
+nopfs_status peer_record_build(struct peer_plane *plane)
 {
 	struct peer_record *record = &plane->record;
 	ucp_address_t *address;
@@ -360,15 +361,17 @@ nopfs_status peer_plane_create(const struct peer_config *config, struct peer_pla
 	status = worker_create(plane);
 	if (status != NOPFS_OK)
 		goto out_cleanup_context;
-	status = regions_map(plane);
+	status = peer_regions_map(plane);
 	if (status != NOPFS_OK)
 		goto out_destroy_worker;
-	status = record_build(plane);
+	status = peer_record_build(plane);
 	if (status != NOPFS_OK)
 		goto out_unmap_regions;
 	status = handler_set(plane, PEER_AM_REQUEST, peer_serve_request);
 	if (status == NOPFS_OK)
 		status = handler_set(plane, PEER_AM_RESPONSE, peer_fetch_answered);
+	if (status == NOPFS_OK)
+		status = handler_set(plane, PEER_AM_NOTICE, peer_notice_received);
 	if (status == NOPFS_OK)
 		status = peer_answerer_start(plane);
 	if (status != NOPFS_OK)
@@ -385,7 +388,7 @@ out_stop_answerer:
 out_free_record:
 	free(plane->record_blobs);
 out_unmap_regions:
-	regions_unmap(plane);
+	peer_regions_unmap(plane);
 out_destroy_worker:
 	ucp_worker_destroy(plane->worker);
 out_cleanup_context:
@@ -437,7 +440,7 @@ void peer_plane_destroy(struct peer_plane *plane)
 	progress_stop(plane);
 	peer_nodes_destroy(plane);
 	free(plane->record_blobs);
-	regions_unmap(plane);
+	peer_regions_unmap(plane);
 	ucp_worker_destroy(plane->worker);
 	peer_serve_destroy(plane);
 	ucp_cleanup(plane->context);

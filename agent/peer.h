@@ -53,6 +53,14 @@ typedef nopfs_status (*peer_serve_fn)(void *arg, uint64_t sample, void *buffer, 
 typedef nopfs_status (*peer_fill_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size,
                                      uint64_t deadline_ns);
 
+/*
+ * A notice from the agent of node @sender (see peer_plane_notify()): @kind,
+ * @generation and @length bytes of @payload, valid during the call only.
+ * Called from the progress thread: must copy what it keeps and return.
+ */
+typedef void (*peer_notice_fn)(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
+                               const void *payload, size_t length);
+
 struct peer_config {
 	uint32_t node;  /* this agent's node index, for messages */
 	void *ram_base; /* RAM tier arena to expose; may be NULL */
@@ -62,7 +70,8 @@ struct peer_config {
 	uint8_t present_value; /* a state byte equal to this means "present" */
 	peer_serve_fn serve;   /* for requests; may be NULL (answers "not available") */
 	peer_fill_fn fill;     /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
-	void *serve_arg;       /* of both */
+	peer_notice_fn notice; /* for notices; may be NULL (dropped) */
+	void *serve_arg;       /* of the three */
 	int timeout_ms;        /* deadline of every remote operation, > 0 */
 	/*
 	 * Plus the operation's bytes at this rate (bytes/s; 0: nothing more): a
@@ -149,6 +158,33 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t 
                               uint64_t size);
 
 void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats);
+
+/*
+ * Plans. Sample numbers mean something within one plan (generation) only: a
+ * fetch carries the asker's generation and is answered "not available" by a
+ * node whose generation differs (PEER_NO_GENERATION: any), without calling
+ * serve. Every plane starts at generation 0.
+ */
+#define PEER_NO_GENERATION UINT32_MAX
+void peer_plane_set_generation(struct peer_plane *plane, uint32_t generation);
+
+/*
+ * Expose other regions than the current ones (same rules as in the config;
+ * NULL/0: none) and rebuild this agent's record; the previous regions are no
+ * longer registered. Not concurrently with gets on this plane's own record
+ * (peers' gets on the previous regions fail or read what is left there).
+ */
+nopfs_status peer_plane_expose(struct peer_plane *plane, void *ram_base, size_t ram_bytes,
+                               void *state_base, size_t state_bytes);
+
+/*
+ * Send a notice (@kind, @generation, @length bytes of @payload, at most
+ * PEER_NOTICE_MAX) to every connected node but this one, without waiting
+ * for delivery. Returns how many were sent.
+ */
+#define PEER_NOTICE_MAX 65536
+uint32_t peer_plane_notify(struct peer_plane *plane, uint32_t kind, uint32_t generation,
+                           const void *payload, size_t length);
 
 /* Stop the progress thread, close endpoints, release everything. */
 void peer_plane_destroy(struct peer_plane *plane);

@@ -210,6 +210,7 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t 
 		.asker = plane->config.node,
 		.sample = sample,
 		.size = size,
+		.generation = atomic_load(&plane->generation),
 	};
 	op->dest = dest;
 	op->size = size;

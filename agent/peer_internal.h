@@ -37,6 +37,7 @@
 enum peer_am_id {
 	PEER_AM_REQUEST = 1,  /* asker -> owner: struct peer_request, no data */
 	PEER_AM_RESPONSE = 2, /* owner -> asker: struct peer_response, the bytes */
+	PEER_AM_NOTICE = 3,   /* any -> any: struct peer_notice, its payload */
 };
 
 #define PEER_REQUEST_MAGIC 0x4e504652u /* "NPFR" */
@@ -51,6 +52,17 @@ struct peer_request {
 	uint64_t id;    /* echoed in the response */
 	uint64_t sample;
 	uint64_t size;
+	uint32_t generation; /* of the asker's plan: sample numbers are the plan's */
+	uint32_t unused;
+};
+
+#define PEER_NOTICE_MAGIC 0x4e50464eu /* "NPFN" */
+
+struct peer_notice {
+	uint32_t magic;
+	uint32_t sender; /* the sending agent's node */
+	uint32_t kind;   /* the agent's, opaque to the plane */
+	uint32_t generation;
 };
 
 enum peer_answer {
@@ -113,6 +125,7 @@ struct peer_deferred {
 	uint64_t id, sample, size;
 	uint64_t answer_by; /* monotonic ns: well before the asker's deadline */
 	uint32_t asker;
+	uint32_t generation;
 };
 
 struct peer_reply {
@@ -129,6 +142,7 @@ struct peer_plane {
 	ucp_worker_h worker;
 	ucp_mem_h ram_memh; /* NULL when not exposed */
 	ucp_mem_h state_memh;
+	atomic_uint generation;    /* of this agent's plan; requests for another are declined */
 	struct peer_record record; /* ours; its blobs live in @record_blobs */
 	void *record_blobs;
 
@@ -191,6 +205,11 @@ struct peer_op {
 #define peer_count(plane, counter, n) \
 	atomic_fetch_add_explicit(&(plane)->counters.counter, (n), memory_order_relaxed)
 
+/* peer.c */
+nopfs_status peer_regions_map(struct peer_plane *plane);
+void peer_regions_unmap(struct peer_plane *plane);
+nopfs_status peer_record_build(struct peer_plane *plane);
+
 /* peer_node.c */
 struct peer_node *peer_node_find(struct peer_plane *plane, uint32_t index);
 nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
@@ -224,6 +243,8 @@ ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_le
                                  size_t length, const ucp_am_recv_param_t *param);
 
 /* peer_serve.c */
+ucs_status_t peer_notice_received(void *arg, const void *header, size_t header_length, void *data,
+                                  size_t length, const ucp_am_recv_param_t *param);
 ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_length, void *data,
                                 size_t length, const ucp_am_recv_param_t *param);
 void peer_serve_destroy(struct peer_plane *plane);

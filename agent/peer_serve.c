@@ -107,10 +107,14 @@ static void send_reply(struct peer_plane *plane, ucp_ep_h ep, struct peer_reply 
 	reply_put(reply);
 }
 
-/* Whether requests go to the serve callback (not once destroy has begun). */
-static bool is_serving(struct peer_plane *plane)
+/*
+ * Whether a request of plan @generation goes to the serve callback: not once
+ * destroy has begun, nor when this agent plans for another generation.
+ */
+static bool is_serving(struct peer_plane *plane, uint32_t generation)
 {
-	return plane->config.serve && !atomic_load(&plane->stopping);
+	return plane->config.serve && !atomic_load(&plane->stopping) &&
+	       atomic_load(&plane->generation) == generation;
 }
 
 /* Queue @request for the answering thread; false if it cannot take it. */
@@ -131,6 +135,7 @@ static bool defer(struct peer_plane *plane, const struct peer_request *request)
 		.answer_by = now_ns() +
 		             (uint64_t)peer_deadline_ms(&plane->config, request->size) * 750000u,
 		.asker = request->asker,
+		.generation = request->generation,
 	};
 	pthread_mutex_lock(&plane->deferred_lock);
 	if (plane->deferred_count >= PEER_DEFERRED_MAX) {
@@ -163,7 +168,7 @@ static uint64_t answer(struct peer_plane *plane, const struct peer_request *requ
 		.answer = PEER_ANSWER_NOT_AVAILABLE,
 		.owner = plane->config.node,
 	};
-	if (!is_serving(plane) || reply->capacity < request->size)
+	if (!is_serving(plane, request->generation) || reply->capacity < request->size)
 		return 0;
 	status = plane->config.serve(plane->config.serve_arg, request->sample, reply->data,
 	                             request->size);
@@ -205,7 +210,7 @@ ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_len
 		            request.asker);
 		return UCS_OK;
 	}
-	reply = reply_get(plane, is_serving(plane) ? request.size : 0);
+	reply = reply_get(plane, is_serving(plane, request.generation) ? request.size : 0);
 	if (!reply) {
 		nopfs_error("node %u: no memory to serve %" PRIu64 " bytes of sample %" PRIu64
 		            " to node %u; answering not available",
@@ -237,7 +242,7 @@ static void answer_deferred(struct peer_plane *plane, const struct peer_deferred
 		.answer = PEER_ANSWER_NOT_AVAILABLE,
 		.owner = plane->config.node,
 	};
-	if (is_serving(plane) && now_ns() < deferred->answer_by &&
+	if (is_serving(plane, deferred->generation) && now_ns() < deferred->answer_by &&
 	    plane->config.fill(plane->config.serve_arg, deferred->sample, reply->data,
 	                       deferred->size, deferred->answer_by) == NOPFS_OK) {
 		reply->header.answer = PEER_ANSWER_BYTES;

@@ -152,6 +152,9 @@ json_t *report_json(struct agent *agent)
 		json_object_set_new(report, "final", json_boolean(agent->report_final));
 		json_object_set_new(report, "peers", peers_json(agent));
 		json_object_set_new(report, "rdma", rdma_devices_json());
+		json_object_set_new(report, "plan", json_integer((json_int_t)agent->accepted));
+		json_object_set_new(report, "replans",
+		                    agent->plans ? json_deep_copy(agent->plans) : json_array());
 	}
 	return report;
 }

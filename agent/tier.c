@@ -67,16 +67,38 @@ static int compare_fill_keys(const void *a, const void *b)
 	return (x->position > y->position) - (x->position < y->position);
 }
 
-/*
- * The kept samples of this tier, their packed offsets, and the fill order:
- * first needed (by any rank) first.
- */
+/* The fill order of @tier's samples: first needed (by any rank of @job) first. */
+static nopfs_status tier_order(struct tier *tier, const struct job *job)
+{
+	uint64_t *steps = malloc((tier->count + 1) * sizeof(*steps));
+	struct fill_key *keys = malloc((tier->count + 1) * sizeof(*keys));
+	nopfs_status status = NOPFS_ERR_NOMEM;
+
+	if (!steps || !keys) {
+		nopfs_error("no memory to order tier %u of %" PRIu64 " samples", tier->index,
+		            tier->count);
+		goto out;
+	}
+	status = job_first_steps(job, tier->samples, tier->count, steps);
+	if (status != NOPFS_OK)
+		goto out;
+	for (uint64_t i = 0; i < tier->count; i++)
+		keys[i] = (struct fill_key){ .step = steps[i], .position = i };
+	qsort(keys, tier->count, sizeof(*keys), compare_fill_keys);
+	for (uint64_t i = 0; i < tier->count; i++)
+		tier->fill_order[i] = keys[i].position;
+	atomic_store(&tier->next_fill, 0);
+out:
+	free(keys);
+	free(steps);
+	return status;
+}
+
+/* The kept samples of this tier, their packed offsets, and the fill order. */
 static nopfs_status tier_index(struct tier *tier, const struct job *job)
 {
 	const uint64_t *sizes = nopfs_catalog_sizes(job->catalog);
-	struct fill_key *keys = NULL;
-	uint64_t *steps = NULL, at = 0;
-	nopfs_status status = NOPFS_ERR_NOMEM;
+	uint64_t at = 0;
 
 	for (uint64_t k = 0; k < job->sampler.count; k++)
 		tier->count +=
@@ -85,13 +107,10 @@ static nopfs_status tier_index(struct tier *tier, const struct job *job)
 	tier->offsets = malloc((tier->count + 1) * sizeof(*tier->offsets));
 	tier->state = calloc(tier->count + 1, sizeof(*tier->state));
 	tier->fill_order = malloc((tier->count + 1) * sizeof(*tier->fill_order));
-	steps = malloc((tier->count + 1) * sizeof(*steps));
-	keys = malloc((tier->count + 1) * sizeof(*keys));
-	if (!tier->samples || !tier->offsets || !tier->state || !tier->fill_order || !steps ||
-	    !keys) {
+	if (!tier->samples || !tier->offsets || !tier->state || !tier->fill_order) {
 		nopfs_error("no memory to index tier %u of %" PRIu64 " samples", tier->index,
 		            tier->count);
-		goto out;
+		return NOPFS_ERR_NOMEM;
 	}
 	/*
 	 * Primaries first, in sample order, so that every node can compute
@@ -117,30 +136,24 @@ static nopfs_status tier_index(struct tier *tier, const struct job *job)
 			tier->primary_count = at;
 	}
 	tier->offsets[at] = tier->bytes;
-	status = job_first_steps(job, tier->samples, tier->count, steps);
-	if (status != NOPFS_OK)
-		goto out;
-	for (uint64_t i = 0; i < tier->count; i++)
-		keys[i] = (struct fill_key){ .step = steps[i], .position = i };
-	qsort(keys, tier->count, sizeof(*keys), compare_fill_keys);
-	for (uint64_t i = 0; i < tier->count; i++)
-		tier->fill_order[i] = keys[i].position;
-out:
-	free(keys);
-	free(steps);
-	return status;
+	return tier_order(tier, job);
 }
 
 /* Create the file of a tier: RAM in the stage directory, SSD in a directory of ours. */
 static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_spec *spec,
-                                   const char *stage_dir, const char *job_id)
+                                   const char *stage_dir, const char *job_id, uint32_t generation)
 {
 	const char *what = nopfs_tier_kind_name(tier->kind);
+	char suffix[16] = "";
 	nopfs_status status;
 
+	/* another plan's file may still be there while its samples are adopted */
+	if (generation)
+		snprintf(suffix, sizeof(suffix), ".%u", generation);
+
 	if (tier->kind == NOPFS_TIER_RAM) {
-		if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/.tier-%u", stage_dir,
-		                     tier->index) >= sizeof(tier->path)) {
+		if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/.tier-%u%s", stage_dir,
+		                     tier->index, suffix) >= sizeof(tier->path)) {
 			nopfs_error("stage directory '%s' is too long", stage_dir);
 			return NOPFS_ERR_RANGE;
 		}
@@ -161,8 +174,8 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 			char directory[PATH_MAX];
 
 			memcpy(directory, tier->directory, sizeof(directory));
-			if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/tier-%u",
-			                     directory, tier->index) >= sizeof(tier->path))
+			if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/tier-%u%s",
+			                     directory, tier->index, suffix) >= sizeof(tier->path))
 				return NOPFS_ERR_RANGE;
 		}
 		status = check_room(spec->path, tier->bytes, "ssd tier");
@@ -195,7 +208,7 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 
 nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
                              const struct nopfs_tier_list *specs, const char *stage_dir,
-                             const char *job_id)
+                             const char *job_id, uint32_t generation)
 {
 	nopfs_status status = NOPFS_OK;
 
@@ -212,13 +225,68 @@ nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
 		set->count++;
 		status = tier_index(tier, job);
 		if (status == NOPFS_OK)
-			status = tier_open_file(tier, &specs->tier[t], stage_dir, job_id);
+			status = tier_open_file(tier, &specs->tier[t], stage_dir, job_id,
+			                        generation);
 		if (status != NOPFS_OK)
 			break;
 	}
 	if (status != NOPFS_OK)
 		tier_set_destroy(set);
 	return status;
+}
+
+/*
+ * Keep the address range of a RAM tier's mapping and its state array, which
+ * peers may still read, but not the memory: the range reads as zeros
+ * (absent) from now on. false if the range could not be replaced.
+ */
+static bool retire_ram(struct tier *tier, struct tier_retired **retired)
+{
+	struct tier_retired *kept = malloc(sizeof(*kept));
+
+	if (!kept)
+		return false;
+	if (mmap(tier->base, tier->bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+	         0) == MAP_FAILED) {
+		nopfs_warning("ram tier '%s': cannot release its memory: %m", tier->path);
+		free(kept);
+		return false;
+	}
+	*kept = (struct tier_retired){ .base = tier->base,
+		                       .bytes = tier->bytes,
+		                       .state = (void *)tier->state,
+		                       .next = *retired };
+	*retired = kept;
+	tier->base = NULL;
+	tier->state = NULL;
+	return true;
+}
+
+void tier_set_hide(struct tier_set *set)
+{
+	for (unsigned int t = 0; t < set->count; t++)
+		for (uint64_t i = 0; set->tier[t].base && i < set->tier[t].count; i++)
+			atomic_store(&set->tier[t].state[i], TIER_ABSENT);
+}
+
+void tier_set_retire(struct tier_set *set, struct tier_retired **retired)
+{
+	for (unsigned int t = 0; t < set->count; t++)
+		if (set->tier[t].base && !retire_ram(&set->tier[t], retired))
+			set->tier[t].state = NULL; /* leaked rather than reused under a peer */
+	tier_set_destroy(set);
+}
+
+void tier_retired_free(struct tier_retired *retired)
+{
+	while (retired) {
+		struct tier_retired *next = retired->next;
+
+		munmap(retired->base, retired->bytes);
+		free(retired->state);
+		free(retired);
+		retired = next;
+	}
 }
 
 void tier_set_destroy(struct tier_set *set)
@@ -444,4 +512,35 @@ void tier_wake_all(struct tier_set *set)
 		pthread_cond_broadcast(&set->tier[t].changed);
 		pthread_mutex_unlock(&set->tier[t].lock);
 	}
+}
+
+nopfs_status tier_set_reorder(struct tier_set *set, const struct job *job, uint64_t *present,
+                              uint64_t *bytes)
+{
+	*present = *bytes = 0;
+	for (unsigned int t = 0; t < set->count; t++) {
+		struct tier *tier = &set->tier[t];
+		nopfs_status status = tier_order(tier, job);
+
+		if (status != NOPFS_OK)
+			return status;
+		for (uint64_t i = 0; i < tier->count; i++)
+			if (atomic_load(&tier->state[i]) == TIER_PRESENT) {
+				(*present)++;
+				*bytes += tier->offsets[i + 1] - tier->offsets[i];
+			}
+	}
+	return NOPFS_OK;
+}
+
+void tier_set_move(struct tier_set *to, struct tier_set *from)
+{
+	memcpy(to, from, sizeof(*to));
+	for (unsigned int t = 0; t < to->count; t++) {
+		pthread_cond_destroy(&from->tier[t].changed);
+		pthread_mutex_destroy(&from->tier[t].lock);
+		pthread_mutex_init(&to->tier[t].lock, NULL);
+		cond_init_monotonic(&to->tier[t].changed);
+	}
+	memset(from, 0, sizeof(*from));
 }

@@ -78,10 +78,40 @@ struct job;
  */
 nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
                              const struct nopfs_tier_list *specs, const char *stage_dir,
-                             const char *job_id);
+                             const char *job_id, uint32_t generation);
 
 /* Unmap, close and remove every tier file and the directories made for them. */
 void tier_set_destroy(struct tier_set *set);
+
+/*
+ * Another plan (see replan.c). For another dataset, its tiers are created
+ * beside the current ones (file names carry the @generation given to
+ * tier_set_create()) and the current ones go. Peers may still read the
+ * RAM tier of the old plan: tier_set_hide() marks all of its samples absent
+ * for them; once their reads in flight are over, tier_set_retire() destroys
+ * the set but keeps the address ranges peers know (reading as zeros, using
+ * no memory) until tier_retired_free() at the end.
+ */
+struct tier_retired {
+	void *base;
+	uint64_t bytes;
+	void *state;
+	struct tier_retired *next;
+};
+
+/*
+ * The same samples for another stream of @job (same catalog and placement):
+ * the fill order from it, from the first; *@present and *@bytes count the
+ * samples already there.
+ */
+nopfs_status tier_set_reorder(struct tier_set *set, const struct job *job, uint64_t *present,
+                              uint64_t *bytes);
+void tier_set_hide(struct tier_set *set);
+
+/* Move @from (unused by any thread) into @to (destroyed or never created). */
+void tier_set_move(struct tier_set *to, struct tier_set *from);
+void tier_set_retire(struct tier_set *set, struct tier_retired **retired);
+void tier_retired_free(struct tier_retired *retired);
 
 /* The position of @sample in @tier, or -1 when the tier does not keep it. */
 int64_t tier_position(const struct tier *tier, uint32_t sample);

@@ -4,6 +4,7 @@
  * prepared before fork(); the child only redirects and execs (the parent,
  * srun or slurmstepd, has threads).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -86,6 +87,167 @@ void companion_signature(const struct step_layout *layout, char *buffer, size_t 
 	         "--step-distribution %s",
 	         r->dataset, (long long)r->seed, r->epochs, layout->tasks_per_node,
 	         layout->distribution);
+}
+
+/* One item of Slurm's task count list at *@cursor: "2" or "2(x3)", then ',' or the end. */
+static bool next_tasks(const char **cursor, unsigned long *tasks, unsigned long *repeat)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)**cursor))
+		return false;
+	*tasks = strtoul(*cursor, &end, 10);
+	*repeat = 1;
+	if (strncmp(end, "(x", 2) == 0) {
+		if (!isdigit((unsigned char)end[2]))
+			return false;
+		*repeat = strtoul(end + 2, &end, 10);
+		if (*end++ != ')' || *repeat == 0)
+			return false;
+	}
+	if (*end == ',' && end[1] != '\0')
+		end++;
+	else if (*end != '\0')
+		return false;
+	*cursor = end;
+	return true;
+}
+
+/*
+ * Where @name is among @nodes, -1 if not. The search starts at @hint: both
+ * node lists are in Slurm's order, so it usually finds it there.
+ */
+static long find_node(char *const *nodes, unsigned int count, const char *name, unsigned int hint)
+{
+	for (unsigned int i = 0; i < count; i++) {
+		unsigned int at = (hint + i) % count;
+
+		if (strcmp(nodes[at], name) == 0)
+			return at;
+	}
+	return -1;
+}
+
+/* @counts[i]: the step's tasks on agent node i (see companion_step_tasks()). */
+static int place_tasks(char *const *agent_nodes, unsigned int agent_count, char *const *step_nodes,
+                       unsigned int step_count, const char *tasks_per_node, unsigned long *counts,
+                       char *why, size_t why_size)
+{
+	const char *cursor = tasks_per_node;
+	unsigned int node = 0, hint = 0;
+	unsigned long tasks, repeat;
+
+	while (*cursor) {
+		if (!next_tasks(&cursor, &tasks, &repeat) || repeat > step_count - node)
+			goto malformed;
+		for (; repeat > 0; repeat--, node++) {
+			long at = find_node(agent_nodes, agent_count, step_nodes[node], hint);
+
+			if (at < 0) {
+				snprintf(why, why_size, "its node %s runs no agent of the job",
+				         step_nodes[node]);
+				return -1;
+			}
+			counts[at] = tasks;
+			hint = (unsigned int)at + 1;
+		}
+	}
+	if (node == step_count && step_count > 0)
+		return 0;
+malformed:
+	snprintf(why, why_size, "its tasks per node '%s' do not fit its %u nodes", tasks_per_node,
+	         step_count);
+	return -1;
+}
+
+/* @counts in Slurm's form, a run of equal counts as "N(xK)", into @out; -1 if too long. */
+static int format_tasks(const unsigned long *counts, unsigned int count, char *out, size_t size)
+{
+	size_t used = 0;
+	unsigned int run;
+
+	for (unsigned int i = 0; i < count; i += run) {
+		int length;
+
+		run = 1;
+		while (i + run < count && counts[i + run] == counts[i])
+			run++;
+		if (run > 1)
+			length = snprintf(out + used, size - used, "%s%lu(x%u)", i ? "," : "",
+			                  counts[i], run);
+		else
+			length =
+			        snprintf(out + used, size - used, "%s%lu", i ? "," : "", counts[i]);
+		if (length < 0 || (size_t)length >= size - used)
+			return -1;
+		used += (size_t)length;
+	}
+	return count > 0 ? 0 : -1;
+}
+
+int companion_step_tasks(char *const *agent_nodes, unsigned int agent_count,
+                         char *const *step_nodes, unsigned int step_count,
+                         const char *tasks_per_node, char *out, size_t size, char *why,
+                         size_t why_size)
+{
+	unsigned long *counts = calloc(agent_count ? agent_count : 1, sizeof(*counts));
+	int rc;
+
+	if (!counts) {
+		snprintf(why, why_size, "out of memory");
+		return -1;
+	}
+	rc = place_tasks(agent_nodes, agent_count, step_nodes, step_count, tasks_per_node, counts,
+	                 why, why_size);
+	if (rc == 0 && format_tasks(counts, agent_count, out, size) != 0) {
+		snprintf(why, why_size, "the agent step has too many nodes to describe");
+		rc = -1;
+	}
+	free(counts);
+	return rc;
+}
+
+int companion_plan(unsigned long long generation, const char *step_tasks, const char *distribution,
+                   char *out, size_t size, char *why, size_t why_size)
+{
+	const struct spank_request *r = &nopfs_request;
+	const char forbidden[] = { '\n', NOPFS_PLAN_SEPARATOR, '\0' };
+	char seed[32], epochs[16];
+	/* options and values in the agent's spelling (build_command()); NULL: none */
+	const char *const arguments[][2] = {
+		{ "--dataset", r->dataset },
+		{ "--index", r->index[0] ? r->index : "imagefolder" },
+		{ "--seed", seed },
+		{ "--epochs", epochs },
+		{ "--step-tasks", step_tasks },
+		{ "--step-distribution", distribution },
+		{ r->shuffle ? NULL : "--no-shuffle", NULL },
+		{ r->drop_last ? "--drop-last" : NULL, NULL },
+	};
+	size_t used;
+
+	snprintf(seed, sizeof(seed), "%lld", (long long)r->seed);
+	snprintf(epochs, sizeof(epochs), "%u", r->epochs);
+	used = (size_t)snprintf(out, size, "%llu", generation);
+	for (size_t i = 0; i < sizeof(arguments) / sizeof(arguments[0]); i++) {
+		for (int j = 0; j < 2 && arguments[i][j]; j++) {
+			/* the agent reads one argument a line; here 0x1f separates them */
+			if (strpbrk(arguments[i][j], forbidden)) {
+				snprintf(why, why_size,
+				         "'%.100s' holds a line break or a 0x1f byte",
+				         arguments[i][j]);
+				return -1;
+			}
+			if (used < size)
+				used += (size_t)snprintf(out + used, size - used, "%c%s",
+				                         NOPFS_PLAN_SEPARATOR, arguments[i][j]);
+		}
+	}
+	if (used >= size) {
+		snprintf(why, why_size, "its description is too long");
+		return -1;
+	}
+	return 0;
 }
 
 /* An option and its value. */

@@ -7,8 +7,11 @@
  *    job's layout, so the agents are ready when the first srun comes.
  * The first to find none takes an O_EXCL lock (/tmp/nopfs-JOB.srun, also
  * the companion srun's log) and starts it; the others wait for it to show
- * up. A step whose dataset, sampler, epochs or layout differ from those
- * the agents plan for is told so: its reads are served, not planned.
+ * up. A step that finds the agents running is described to them
+ * (NOPFS_SPANK_PLAN, for its tasks' slurmstepd to hand to each node's
+ * agent): agents planning for another dataset, sampler, epoch count or
+ * layout re-plan for it. When it cannot be described and differs, the step
+ * is told that its reads are served, not planned.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +30,9 @@
 /* From srun's or slurmstepd's own libslurm at run time; the plugin links none. */
 #pragma weak slurm_get_job_steps
 #pragma weak slurm_free_job_step_info_response_msg
+#pragma weak slurm_hostlist_create
+#pragma weak slurm_hostlist_shift
+#pragma weak slurm_hostlist_destroy
 
 #define STEP_WAIT_SECONDS 15
 
@@ -35,10 +41,10 @@ extern char **environ;
 struct launch_state nopfs_launch = { .companion = -1 };
 
 /*
- * The job's agent step: 1 found (its submit line in @line, if not NULL), 0
- * none, -1 cannot tell.
+ * The job's agent step: 1 found (its submit line in @line and its node list
+ * in @nodes, those not NULL; "" if too long), 0 none, -1 cannot tell.
  */
-static int find_agent_step(uint32_t job, char *line, size_t size)
+static int find_agent_step(uint32_t job, char *line, size_t size, char *nodes, size_t nodes_size)
 {
 	job_step_info_response_msg_t *steps = NULL;
 	int found = 0;
@@ -56,6 +62,9 @@ static int find_agent_step(uint32_t job, char *line, size_t size)
 		found = 1;
 		if (line)
 			snprintf(line, size, "%s", step->submit_line ? step->submit_line : "");
+		if (nodes && (size_t)snprintf(nodes, nodes_size, "%s",
+		                              step->nodes ? step->nodes : "") >= nodes_size)
+			nodes[0] = '\0';
 	}
 	slurm_free_job_step_info_response_msg(steps);
 	return found;
@@ -108,7 +117,7 @@ void launch_default_report(uint32_t job, const char *directory)
 static void wait_for_step(uint32_t job)
 {
 	for (int i = 0; i < STEP_WAIT_SECONDS * 10; i++) {
-		if (find_agent_step(job, NULL, 0) != 0)
+		if (find_agent_step(job, NULL, 0, NULL, 0) != 0)
 			return;
 		usleep(100000);
 	}
@@ -165,16 +174,111 @@ static void start_agent_step(uint32_t job, const struct step_layout *layout, cha
 	nopfs_launch.started = true;
 }
 
-/* Warn when the running agents plan for another dataset, sampler or layout. */
-static void check_plan_matches(const char *submit_line, const struct step_layout *layout)
+/* The host names of Slurm hostlist @expression, in its order. */
+struct hosts {
+	char **names;
+	unsigned int count;
+};
+
+static void hosts_free(struct hosts *hosts)
 {
-	char signature[PATH_MAX + 512];
+	for (unsigned int i = 0; i < hosts->count; i++)
+		free(hosts->names[i]);
+	free(hosts->names);
+	hosts->names = NULL;
+	hosts->count = 0;
+}
+
+/* @expression into @hosts (hosts_free() either way): 0, -1 if it cannot be expanded. */
+static int hosts_expand(const char *expression, struct hosts *hosts)
+{
+	hostlist_t list;
+	char *name;
+	int rc = 0;
+
+	if (!slurm_hostlist_create || !slurm_hostlist_shift || !slurm_hostlist_destroy)
+		return -1;
+	list = slurm_hostlist_create(expression);
+	if (!list)
+		return -1;
+	while (rc == 0 && (name = slurm_hostlist_shift(list))) { /* malloc'd */
+		char **grown = realloc(hosts->names, (hosts->count + 1) * sizeof(*grown));
+
+		if (grown) {
+			hosts->names = grown;
+			hosts->names[hosts->count++] = name;
+		} else {
+			free(name);
+			rc = -1;
+		}
+	}
+	slurm_hostlist_destroy(list);
+	return rc == 0 && hosts->count > 0 ? 0 : -1;
+}
+
+/*
+ * NOPFS_SPANK_PLAN's value for step @step on @layout, for the agents of the
+ * agent step on @agent_nodes (malloc'd), or NULL with the reason in @why.
+ */
+static char *describe_step(uint32_t step, const struct step_layout *layout, const char *agent_nodes,
+                           char *why, size_t size)
+{
+	struct hosts agents = { 0 }, ours = { 0 };
+	char step_tasks[STEP_TASKS_MAX];
+	char *plan = malloc(NOPFS_SPANK_PLAN_MAX);
+	bool described = false;
+
+	if (!plan)
+		snprintf(why, size, "out of memory");
+	else if (hosts_expand(agent_nodes, &agents) != 0)
+		snprintf(why, size, "cannot expand the agent step's node list '%.200s'",
+		         agent_nodes);
+	else if (hosts_expand(layout->nodes, &ours) != 0)
+		snprintf(why, size, "cannot expand its node list '%.200s'", layout->nodes);
+	else
+		described = companion_step_tasks(agents.names, agents.count, ours.names, ours.count,
+		                                 layout->tasks_per_node, step_tasks,
+		                                 sizeof(step_tasks), why, size) == 0 &&
+		            companion_plan((unsigned long long)step + 1, step_tasks,
+		                           layout->distribution, plan, NOPFS_SPANK_PLAN_MAX, why,
+		                           size) == 0;
+	hosts_free(&agents);
+	hosts_free(&ours);
+	if (!described) {
+		free(plan);
+		plan = NULL;
+	}
+	return plan;
+}
+
+/*
+ * Describe step @step to the running agents: its description goes to its
+ * tasks' slurmstepd (tasks.c), which hands it to each node's agent; an agent
+ * planning for the same already only notes it, one planning for another
+ * dataset, sampler or layout re-plans (and so back to an earlier plan). If
+ * it cannot be described, the step reads through the agents all the same,
+ * unplanned when they plan for something else.
+ */
+static void describe_to_agents(uint32_t step, const char *submit_line, const char *agent_nodes,
+                               const struct step_layout *layout)
+{
+	char signature[PATH_MAX + 512], why[512] = "";
+	char *plan;
 
 	companion_signature(layout, signature, sizeof(signature));
+	plan = describe_step(step, layout, agent_nodes, why, sizeof(why));
+	if (plan) {
+		setenv(NOPFS_SPANK_PLAN, plan, 1);
+		free(plan);
+		if (nopfs_request.verbose)
+			user_info("the job's agents plan for this step (%s)", signature);
+		return;
+	}
 	if (submit_line[0] && !strstr(submit_line, signature))
 		user_error("the job's agents plan for another dataset, seed, epoch count or task "
-		           "layout than this step's (%s): its reads are served, not planned",
-		           signature);
+		           "layout than this step's (%s) and cannot re-plan for it (%s): its reads "
+		           "are served, not planned",
+		           signature, why);
 }
 
 /* The launching srun's word to its tasks' slurmstepd (see tasks.c). */
@@ -191,7 +295,7 @@ int launch_agents(spank_t sp)
 {
 	struct step_layout layout = { 0 };
 	const char *tasks = getenv("SLURM_TASKS_PER_NODE");
-	char submit_line[8192] = "", cwd[PATH_MAX];
+	char submit_line[8192] = "", agent_nodes[sizeof(layout.nodes)] = "", cwd[PATH_MAX];
 	uint32_t job = 0, step = 0;
 	int found;
 
@@ -219,14 +323,16 @@ int launch_agents(spank_t sp)
 		           job, step);
 		return 0;
 	}
-	found = find_agent_step(job, submit_line, sizeof(submit_line));
+	found = find_agent_step(job, submit_line, sizeof(submit_line), agent_nodes,
+	                        sizeof(agent_nodes));
 	if (found < 0) {
 		user_error("cannot list the steps of job %u: this step reads the PFS directly",
 		           job);
 		return 0;
 	}
+	unsetenv(NOPFS_SPANK_PLAN); /* set for this step's tasks only, never inherited */
 	if (found)
-		check_plan_matches(submit_line, &layout);
+		describe_to_agents(step, submit_line, agent_nodes, &layout);
 	else
 		start_agent_step(job, &layout, environ, false);
 	publish_for_tasks(job);

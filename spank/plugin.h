@@ -18,6 +18,15 @@
 #define NOPFS_SPANK_GUARD "NOPFS_AGENT_STEP"
 /* Set by the launching srun for its tasks' slurmstepd: dataset root, preload. */
 #define NOPFS_SPANK_TASKS "NOPFS_SPANK_TASKS"
+/*
+ * Set with it when the job's agents plan for other options than the step's
+ * and are to re-plan for it: the plan's generation (the step id + 1), then
+ * for each of the agent's arguments, NOPFS_PLAN_SEPARATOR and the argument.
+ * At most NOPFS_SPANK_PLAN_MAX bytes: two paths, --step-tasks, the rest.
+ */
+#define NOPFS_SPANK_PLAN     "NOPFS_SPANK_PLAN"
+#define NOPFS_PLAN_SEPARATOR '\x1f'
+#define NOPFS_SPANK_PLAN_MAX (2 * PATH_MAX + 12288)
 
 /* plugstack.conf arguments (the admin's). */
 struct spank_config {
@@ -74,7 +83,7 @@ int launch_agents_for_batch(spank_t sp);
 void report_print(spank_t sp);
 /* report.c (salloc's exit): the same for the agents an srun inside started. */
 void report_print_for_salloc(spank_t sp);
-/* tasks.c (slurmstepd): wait for the node's agent; the task environment. */
+/* tasks.c (slurmstepd): wait for the node's agent (and its re-plan); the task environment. */
 int tasks_prepare(spank_t sp);
 /*
  * agents.c: call @each (may be NULL) for every agent process of @job owned

@@ -1,0 +1,477 @@
+/*
+ * Another plan for the running agents: a later step of the job (another
+ * srun) describes itself to the agent of each of its nodes: the plugin
+ * writes step-GENERATION in the runtime directory (one agent option per
+ * line: dataset, index, seed, epochs, shuffle, task layout; GENERATION is
+ * the Slurm step id plus one), sends SIGUSR2 and waits until the ready file
+ * says "PID GENERATION" (or the step file is gone: refused).
+ *
+ * - The same plan as the current one: only accepted.
+ * - The same dataset with another stream (seed, epochs, shuffle, layout):
+ *   the placement stays, so every sample cached anywhere in the job stays
+ *   where it is and nothing is read again; this node's stagers and
+ *   prefetchers start over for the new stream (its tiers' fill order, its
+ *   ranks' windows). The other nodes keep their tiers as they are.
+ * - Another dataset: a new catalog and placement for the whole job, so this
+ *   agent tells every other one (a notice on the data plane) and each
+ *   changes, the nodes the step does not run on too. The service pauses;
+ *   new tiers are created; the old RAM tier is hidden from peers and, once
+ *   their reads in flight are over, released (its address range stays
+ *   reserved: peers may still hold its keys); the new one is exposed and
+ *   its keys sent to the others. Sample numbers mean something within one
+ *   dataset's plan only: a request from a peer on another plan is answered
+ *   "not available", and this node reads a peer's RAM tier only once that
+ *   peer has said it follows the same plan.
+ *
+ * A description the agent cannot plan for (malformed, a dataset it cannot
+ * read, tiers that do not fit) is refused: the agent keeps its plan, says why
+ * in its log and report, and removes the step file.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "cluster.h"
+#include "log.h"
+#include "peer.h"
+#include "timing.h"
+
+#define STEP_FILE_MAX 65536
+
+struct agent_event {
+	struct agent_event *next;
+	uint32_t sender, kind, generation;
+	size_t length;
+	char payload[];
+};
+
+void agent_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
+                  const void *payload, size_t length)
+{
+	struct agent *agent = arg;
+	struct agent_event *event = malloc(sizeof(*event) + length + 1), **at;
+
+	if (!event) {
+		nopfs_error("no memory for a notice from node %" PRIu32, sender);
+		return;
+	}
+	*event = (struct agent_event){
+		.sender = sender, .kind = kind, .generation = generation, .length = length
+	};
+	memcpy(event->payload, payload, length);
+	event->payload[length] = '\0';
+	pthread_mutex_lock(&agent->events_lock);
+	for (at = &agent->events; *at; at = &(*at)->next)
+		;
+	*at = event;
+	pthread_mutex_unlock(&agent->events_lock);
+}
+
+/* Read the step file @name of the runtime directory (malloc'd text), NULL on error. */
+static char *read_step_file(struct agent *agent, const char *name)
+{
+	char path[PATH_MAX + 64], *text;
+	ssize_t length;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", agent->options.runtime_dir, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		nopfs_error("step description '%s': %m", path);
+		return NULL;
+	}
+	text = malloc(STEP_FILE_MAX + 1);
+	length = text ? read(fd, text, STEP_FILE_MAX + 1) : -1;
+	close(fd);
+	if (length < 0 || length > STEP_FILE_MAX) {
+		nopfs_error("step description '%s': %s", path,
+		            length < 0 ? "cannot read it" : "too long");
+		free(text);
+		return NULL;
+	}
+	text[length] = '\0';
+	return text;
+}
+
+/* The generation of step file @name, or false if it is not one. */
+static bool step_file_generation(const char *name, uint32_t *generation)
+{
+	unsigned int value;
+	int consumed = 0;
+
+	if (sscanf(name, "step-%u%n", &value, &consumed) != 1 || name[consumed] != '\0')
+		return false;
+	*generation = value;
+	return true;
+}
+
+/*
+ * The newest step description of the runtime directory: its text (malloc'd)
+ * and its generation in *@generation, or NULL.
+ */
+static char *newest_step_file(struct agent *agent, uint32_t *generation)
+{
+	DIR *dir = opendir(agent->options.runtime_dir);
+	struct dirent *entry;
+	char newest[sizeof(entry->d_name)] = "";
+	uint32_t value, best = 0;
+
+	if (!dir) {
+		nopfs_error("runtime directory '%s': %m", agent->options.runtime_dir);
+		return NULL;
+	}
+	while ((entry = readdir(dir)))
+		if (step_file_generation(entry->d_name, &value) && value >= best) {
+			best = value;
+			snprintf(newest, sizeof(newest), "%s", entry->d_name);
+		}
+	closedir(dir);
+	*generation = best;
+	return newest[0] ? read_step_file(agent, newest) : NULL;
+}
+
+/*
+ * Remove the step files up to generation @last, once taken on or refused:
+ * the plugin reads a removed file with an older generation in the ready
+ * file as a refusal.
+ */
+static void remove_step_files(struct agent *agent, uint32_t last)
+{
+	DIR *dir = opendir(agent->options.runtime_dir);
+	struct dirent *entry;
+	uint32_t value;
+
+	if (!dir)
+		return;
+	while ((entry = readdir(dir)))
+		if (step_file_generation(entry->d_name, &value) && value <= last)
+			unlinkat(dirfd(dir), entry->d_name, 0);
+	closedir(dir);
+}
+
+/* Every node's tier capacities for a layout of @nodes nodes (the ones published). */
+static struct nopfs_node_tiers *plan_tiers(struct agent *agent, uint32_t nodes)
+{
+	struct nopfs_node_tiers *tiers = calloc(nodes, sizeof(*tiers));
+	uint32_t known = agent->job.layout->nodes;
+
+	if (!tiers) {
+		nopfs_error("no memory for the tiers of %" PRIu32 " nodes", nodes);
+		return NULL;
+	}
+	for (uint32_t n = 0; n < nodes && n < known; n++)
+		tiers[n] = agent->job.node_tiers[n];
+	return tiers;
+}
+
+static bool same_catalog(const struct agent_options *a, const struct agent_options *b)
+{
+	return strcmp(a->dataset_root, b->dataset_root) == 0 &&
+	       strcmp(a->list_path, b->list_path) == 0 &&
+	       strcmp(a->extensions, b->extensions) == 0 && a->catalog.format == b->catalog.format;
+}
+
+/* Note a plan in the report's "replans": refused, or taken on (the current one). */
+static void note_plan(struct agent *agent, uint32_t generation, nopfs_status refusal, uint64_t kept,
+                      uint64_t kept_bytes, double seconds)
+{
+	json_t *entry =
+	        json_pack("{s:I, s:s, s:f}", "generation", (json_int_t)generation, "outcome",
+	                  refusal == NOPFS_OK ? "planned" : "refused", "seconds", seconds);
+
+	if (entry && refusal != NOPFS_OK)
+		json_object_set_new(entry, "reason", json_string(nopfs_status_string(refusal)));
+	else if (entry)
+		json_object_update_new(
+		        entry, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "dataset",
+		                         agent->options.dataset_root, "samples",
+		                         (json_int_t)agent->job.sampler.count, "epochs",
+		                         (json_int_t)agent->job.epochs, "world_size",
+		                         (json_int_t)agent->job.sampler.world_size, "kept_samples",
+		                         (json_int_t)kept, "kept_bytes", (json_int_t)kept_bytes));
+	if (!agent->plans)
+		agent->plans = json_array();
+	if (entry && agent->plans)
+		json_array_append(agent->plans, entry);
+	json_decref(entry);
+}
+
+/*
+ * The rest of @job (laid out already) for @options: the catalog and, for the
+ * dataset the agent has (@same), its placement (every sample stays where it
+ * is cached; the caller hands both over only once the plan is taken on);
+ * for another one, a new catalog and a placement with the published
+ * capacities.
+ */
+static nopfs_status new_job(struct agent *agent, struct agent_options *options, bool same,
+                            struct job *job)
+{
+	struct nopfs_catalog *catalog = agent->job.catalog;
+	struct nopfs_node_tiers *tiers;
+	bool from_cache = false;
+	nopfs_status status = NOPFS_OK;
+
+	if (!same)
+		status = job_open_catalog(options, &catalog, &from_cache);
+	if (status == NOPFS_OK)
+		status = job_use_catalog(job, options, catalog);
+	if (status != NOPFS_OK)
+		return status;
+	tiers = plan_tiers(agent, job->layout->nodes);
+	if (!tiers)
+		return NOPFS_ERR_NOMEM;
+	if (same) {
+		job->node_tiers = tiers;
+		job->placement = agent->job.placement;
+		return NOPFS_OK;
+	}
+	status = job_plan(job, options, tiers);
+	free(tiers);
+	return status;
+}
+
+/* Hide the old RAM tier from peers, wait for their reads, release it. */
+static void retire_tiers(struct agent *agent)
+{
+	unsigned int grace = agent->peers ? cluster_peer_grace_ms(agent) : 0;
+	struct timespec pause = { .tv_sec = grace / 1000, .tv_nsec = (grace % 1000) * 1000000L };
+
+	tier_set_hide(&agent->tiers);
+	while (grace && nanosleep(&pause, &pause) != 0 && errno == EINTR)
+		;
+	tier_set_retire(&agent->tiers, &agent->retired);
+}
+
+/* Whether @job is the plan the agent follows already (same stream, same layout). */
+static bool same_plan(const struct agent *agent, const struct agent_options *options,
+                      const struct job *job)
+{
+	const struct nopfs_sampler *a = &agent->options.sampler, *b = &options->sampler;
+	const struct nopfs_layout *x = agent->job.layout, *y = job->layout;
+
+	return same_catalog(&agent->options, options) && a->seed == b->seed &&
+	       a->seed_negative == b->seed_negative && a->shuffle == b->shuffle &&
+	       a->drop_last == b->drop_last && agent->options.epochs == options->epochs &&
+	       x->nodes == y->nodes && x->world_size == y->world_size &&
+	       memcmp(x->node_of_rank, y->node_of_rank, x->world_size * sizeof(*x->node_of_rank)) ==
+	               0;
+}
+
+/* The agent follows @job and @next from now on (both taken over). */
+static void take_job(struct agent *agent, struct agent_options *next, struct job *job, bool same)
+{
+	if (same) { /* the new job has them */
+		agent->job.catalog = NULL;
+		agent->job.placement = NULL;
+	}
+	job_fini(&agent->job);
+	agent->job = *job;
+	memset(job, 0, sizeof(*job));
+	agent_options_move(&agent->options, next);
+}
+
+/*
+ * Change the plan to @job and @next (taken over on success) with the tiers
+ * the agent has: the same samples in the same places, in the order the new
+ * stream needs them. *@kept counts those already there.
+ */
+static nopfs_status change_stream(struct agent *agent, struct agent_options *next, struct job *job,
+                                  uint64_t *kept, uint64_t *kept_bytes)
+{
+	nopfs_status status;
+
+	pthread_rwlock_wrlock(&agent->plan_lock);
+	status = tier_set_reorder(&agent->tiers, job, kept, kept_bytes);
+	if (status == NOPFS_OK)
+		take_job(agent, next, job, true);
+	pthread_rwlock_unlock(&agent->plan_lock);
+	return status;
+}
+
+/*
+ * Change the plan to @job and @next (another dataset; taken over on
+ * success) with new tiers; the old ones go, and the other agents learn that
+ * this node follows plan @generation from now on.
+ */
+static nopfs_status change_dataset(struct agent *agent, uint32_t generation,
+                                   struct agent_options *next, struct job *job)
+{
+	struct tier_set tiers;
+	nopfs_status status;
+
+	if (agent->peers)
+		peer_plane_set_generation(agent->peers, PEER_NO_GENERATION);
+	pthread_rwlock_wrlock(&agent->plan_lock);
+	status = tier_set_create(&tiers, job, &next->tiers, next->stage_dir, next->job_id,
+	                         generation);
+	if (status != NOPFS_OK) {
+		pthread_rwlock_unlock(&agent->plan_lock);
+		if (agent->peers)
+			peer_plane_set_generation(agent->peers, agent->generation);
+		return status;
+	}
+	retire_tiers(agent);
+	tier_set_move(&agent->tiers, &tiers);
+	take_job(agent, next, job, false);
+	agent->generation = generation;
+	pthread_rwlock_unlock(&agent->plan_lock);
+	cluster_expose_plan(agent);
+	agent_choose_threads(agent);
+	return NOPFS_OK;
+}
+
+/*
+ * Take plan @generation on, described by @text (modified), told by the
+ * plugin on this node (@local) or by another agent. The same dataset keeps
+ * its placement: only this node's streams change, nothing is read again.
+ * Another dataset changes the job's placement: the other agents are told
+ * (when @local) and change too. NOPFS_OK also when the plan is refused (the
+ * old one goes on) or is the current one (only accepted); an error only when
+ * the agent has nothing left to serve with.
+ */
+static nopfs_status replan(struct agent *agent, uint32_t generation, char *text, bool local)
+{
+	uint64_t started = now_ns(), kept = 0, kept_bytes = 0;
+	char *description = strdup(text);
+	struct agent_options next = { 0 };
+	struct job job = { 0 };
+	nopfs_status status;
+	bool same = false;
+
+	status = description ? agent_options_step(&agent->options, text, &next) : NOPFS_ERR_NOMEM;
+	if (status != NOPFS_OK)
+		goto refused;
+	status = job_layout(&job, &next, agent->job.node,
+	                    agent->bootstrap.active ? agent->bootstrap.nodes : 0);
+	if (status != NOPFS_OK)
+		goto refused;
+	if (same_plan(agent, &next, &job)) {
+		nopfs_info("plan %" PRIu32 ": the same as the current one", generation);
+		agent->accepted = generation;
+		status = agent_publish_ready(agent);
+		goto out;
+	}
+	same = same_catalog(&agent->options, &next);
+	nopfs_info("plan %" PRIu32 ": a later step asks for another %s", generation,
+	           same ? "stream" : "dataset");
+	if (local && !same)
+		cluster_plan_notify(agent, generation, description);
+	status = new_job(agent, &next, same, &job);
+	if (status != NOPFS_OK)
+		goto refused;
+	agent_serve_stop(agent);
+	status = same ? change_stream(agent, &next, &job, &kept, &kept_bytes)
+	              : change_dataset(agent, generation, &next, &job);
+	if (status != NOPFS_OK) {
+		if (agent_serve_start(agent) != NOPFS_OK) {
+			status = NOPFS_ERR_INTERNAL;
+			goto out;
+		}
+		goto refused;
+	}
+	agent->accepted = generation;
+	status = agent_serve_start(agent);
+	if (status == NOPFS_OK)
+		status = agent_publish_ready(agent);
+	note_plan(agent, generation, NOPFS_OK, kept, kept_bytes,
+	          (double)(now_ns() - started) / 1e9);
+	nopfs_info("plan %" PRIu32 ": %" PRIu64 " samples, %" PRIu32 " epochs, %" PRIu32
+	           " ranks (%" PRIu32 " here); %" PRIu64 " samples (%" PRIu64
+	           " bytes) already cached here; %.2f s",
+	           generation, agent->job.sampler.count, agent->job.epochs,
+	           agent->job.sampler.world_size, agent->job.local_rank_count, kept, kept_bytes,
+	           (double)(now_ns() - started) / 1e9);
+	goto out;
+
+refused:
+	nopfs_error("plan %" PRIu32 " refused (%s): this agent keeps its plan; the step's reads "
+	            "are served, not planned",
+	            generation, nopfs_status_string(status));
+	note_plan(agent, generation, status, 0, 0, (double)(now_ns() - started) / 1e9);
+	status = NOPFS_OK;
+out:
+	if (same && job.catalog == agent->job.catalog) { /* still the agent's */
+		job.catalog = NULL;
+		job.placement = NULL;
+	}
+	job_fini(&job);
+	agent_options_fini(&next);
+	free(description);
+	return status;
+}
+
+/* Take the queued notices off; records are applied at once, the newest plan returned. */
+static char *take_events(struct agent *agent, uint32_t *plan_generation)
+{
+	struct agent_event *events;
+	char *plan = NULL;
+
+	pthread_mutex_lock(&agent->events_lock);
+	events = agent->events;
+	agent->events = NULL;
+	pthread_mutex_unlock(&agent->events_lock);
+	while (events) {
+		struct agent_event *event = events;
+
+		events = event->next;
+		if (event->kind == AGENT_NOTICE_RECORD) {
+			cluster_apply_record(agent, event->sender, event->generation,
+			                     event->payload, event->length);
+		} else if (event->kind == AGENT_NOTICE_PLAN &&
+		           event->generation > agent->accepted &&
+		           (!plan || event->generation > *plan_generation)) {
+			free(plan);
+			plan = strdup(event->payload);
+			*plan_generation = event->generation;
+		} else if (event->kind != AGENT_NOTICE_PLAN) {
+			nopfs_warning("dropped a notice of unknown kind %" PRIu32
+			              " from node %" PRIu32,
+			              event->kind, event->sender);
+		}
+		free(event);
+	}
+	return plan;
+}
+
+nopfs_status agent_replan_poll(struct agent *agent, bool step_signalled)
+{
+	uint32_t local = 0, remote = 0;
+	char *mine = step_signalled ? newest_step_file(agent, &local) : NULL;
+	char *theirs = take_events(agent, &remote);
+	nopfs_status status = NOPFS_OK;
+
+	if (mine && local <= agent->accepted)
+		nopfs_warning("plan %" PRIu32 " ignored: this agent serves step generation %" PRIu32
+		              " already",
+		              local, agent->accepted);
+	if (mine && local > agent->accepted && local >= remote)
+		status = replan(agent, local, mine, true);
+	else if (theirs)
+		status = replan(agent, remote, theirs, false);
+	if (mine)
+		remove_step_files(agent, local);
+	free(mine);
+	free(theirs);
+	return status;
+}
+
+void agent_replan_fini(struct agent *agent)
+{
+	while (agent->events) {
+		struct agent_event *event = agent->events;
+
+		agent->events = event->next;
+		free(event);
+	}
+	tier_retired_free(agent->retired);
+	agent->retired = NULL;
+	json_decref(agent->plans);
+	agent->plans = NULL;
+}
