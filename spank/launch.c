@@ -265,6 +265,8 @@ static void describe_to_agents(uint32_t step, const char *submit_line, const cha
 	char signature[PATH_MAX + 512], why[512] = "";
 	char *plan;
 
+	if (!nopfs_request.plan)
+		return; /* --nopfs-plan=no: the agents as they are */
 	companion_signature(layout, signature, sizeof(signature));
 	plan = describe_step(step, layout, agent_nodes, why, sizeof(why));
 	if (plan) {

@@ -28,6 +28,7 @@ enum option_id {
 	OPT_SHUFFLE,
 	OPT_DROP_LAST,
 	OPT_VERBOSE,
+	OPT_PLAN,
 	OPT_COUNT
 };
 
@@ -35,7 +36,7 @@ static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_DATASET", "SLURM_NOPFS_SEED",    "SLURM_NOPFS_EPOCHS",
 	"SLURM_NOPFS_INDEX",   "SLURM_NOPFS_TIERS",   "SLURM_NOPFS_REPORT",
 	"SLURM_NOPFS_PRELOAD", "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
-	"SLURM_NOPFS_VERBOSE",
+	"SLURM_NOPFS_VERBOSE", "SLURM_NOPFS_PLAN",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -64,10 +65,16 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	  option_cb },
 	{ "nopfs-verbose", NULL, "nopfs: the agents log debug messages", 0, OPT_VERBOSE,
 	  option_cb },
+	{ "nopfs-plan", "yes|no",
+	  "nopfs: the job's running agents re-plan for this step (default yes; no: use them as "
+	  "they are, e.g. for a helper step)",
+	  1, OPT_PLAN, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
-struct spank_request nopfs_request = { .epochs = 1, .preload = true, .shuffle = true };
+struct spank_request nopfs_request = {
+	.epochs = 1, .preload = true, .shuffle = true, .plan = true
+};
 
 /* Where a value came from, for messages: "--nopfs-seed" or "SLURM_NOPFS_SEED". */
 static void origin(enum option_id id, bool from_env, char *buffer, size_t size)
@@ -302,14 +309,17 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 		break;
 	case OPT_PRELOAD:
 	case OPT_SHUFFLE:
+	case OPT_PLAN:
 		if (parse_yes_no(value, &flag) != 0) {
 			user_error("%s=%s: accepted: yes or no", what, value);
 			return -1;
 		}
 		if (id == OPT_PRELOAD)
 			r->preload = flag;
-		else
+		else if (id == OPT_SHUFFLE)
 			r->shuffle = flag;
+		else
+			r->plan = flag;
 		break;
 	case OPT_DROP_LAST:
 	case OPT_VERBOSE:

@@ -55,6 +55,7 @@ struct spank_request {
 	char tiers[1024];
 	char report[PATH_MAX];
 	bool preload;
+	bool plan; /* running agents re-plan for the step */
 	bool shuffle;
 	bool drop_last;
 	bool verbose;
