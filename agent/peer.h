@@ -13,6 +13,10 @@
  * active messages and hang without progress). Every remote operation has a
  * deadline; past it, or on any error, the caller falls back to the PFS.
  *
+ * When the agents change plans (another dataset), sample numbers change
+ * meaning: requests carry the plan's generation, an agent exposes the RAM
+ * tier of its new plan, and the agents tell one another through notices.
+ *
  * A node whose operation timed out or whose connection failed is "down" for
  * one deadline (timeout_ms): operations on it fail at once with NOPFS_ERR_IO
  * instead of each waiting out a deadline; the next one after that reconnects.

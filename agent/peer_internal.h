@@ -6,6 +6,7 @@
  *   peer_get.c     one-sided reads of a node's RAM tier
  *   peer_fetch.c   request/response: the asking side
  *   peer_serve.c   request/response: the answering side
+ *   peer_notice.c  plans: the generation, new regions, notices between agents
  *   peer_record.c  the published record, packed and unpacked
  *
  * Threads. The worker is UCS_THREAD_MODE_MULTI: callers post operations from

@@ -503,6 +503,71 @@ START_TEST(concurrent_gets_and_fetches)
 }
 END_TEST
 
+START_TEST(fetch_of_another_plan_not_available)
+{
+	uint64_t size = sample_sizes[2];
+	unsigned char *dest = malloc(size);
+	struct pair pair;
+
+	pair_start(&pair, TIMEOUT_MS);
+	peer_plane_set_generation(pair.plane[1], 3); /* the owner plans for another dataset */
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, size), NOPFS_ERR_NOT_FOUND);
+	ck_assert_uint_eq(atomic_load(&pair.store[1].served), 0);     /* serve was not asked */
+	peer_plane_set_generation(pair.plane[1], PEER_NO_GENERATION); /* changing plans */
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, size), NOPFS_ERR_NOT_FOUND);
+	peer_plane_set_generation(pair.plane[0], 3); /* the asker too */
+	peer_plane_set_generation(pair.plane[1], 3);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, size), NOPFS_OK);
+	ck_assert(sample_is_right(2, dest));
+	free(dest);
+	pair_stop(&pair);
+}
+END_TEST
+
+START_TEST(notice_reaches_the_other_agent)
+{
+	struct pair pair;
+
+	pair_start(&pair, TIMEOUT_MS);
+	ck_assert_uint_eq(peer_plane_notify(pair.plane[0], 7, 5, "plan", 5), 1);
+	for (int i = 0; i < 200 && atomic_load(&pair.store[1].notices) == 0; i++)
+		usleep(10000);
+	ck_assert_uint_eq(atomic_load(&pair.store[1].notices), 1);
+	ck_assert_uint_eq(pair.store[1].notice_sender, 0);
+	ck_assert_uint_eq(pair.store[1].notice_kind, 7);
+	ck_assert_uint_eq(pair.store[1].notice_generation, 5);
+	ck_assert_str_eq(pair.store[1].notice, "plan");
+	ck_assert_uint_eq(peer_plane_notify(pair.plane[0], 7, 5, "x", PEER_NOTICE_MAX + 1), 0);
+	pair_stop(&pair);
+}
+END_TEST
+
+START_TEST(exposed_regions_replace_the_record)
+{
+	uint64_t size = sample_sizes[1], bytes = 2 * size;
+	unsigned char *arena = malloc(bytes), state[2] = { PRESENT, PRESENT };
+	unsigned char *dest = malloc(size);
+	struct pair pair;
+
+	pair_start(&pair, TIMEOUT_MS);
+	memset(arena, 0x5a, bytes);
+	ck_assert_int_eq(peer_plane_expose(pair.plane[1], arena, bytes, state, 2), NOPFS_OK);
+	ck_assert_uint_eq(peer_plane_local_record(pair.plane[1])->ram_bytes, bytes);
+	connect_to(pair.plane[0], pair.plane[1], 1); /* its new record */
+	ck_assert_int_eq(peer_plane_get(pair.plane[0], 1, 1, size, dest, size), NOPFS_OK);
+	for (uint64_t i = 0; i < size; i++)
+		ck_assert_uint_eq(dest[i], 0x5a);
+	/* the old regions' offsets are outside the new ones */
+	ck_assert_int_eq(get_sample(pair.plane[0], 1, &pair.store[1], 3, dest), NOPFS_ERR_RANGE);
+	/* exposing nothing */
+	ck_assert_int_eq(peer_plane_expose(pair.plane[1], NULL, 0, NULL, 0), NOPFS_OK);
+	ck_assert_ptr_null(peer_plane_local_record(pair.plane[1])->ram_key);
+	pair_stop(&pair);
+	free(dest);
+	free(arena);
+}
+END_TEST
+
 static Suite *peer_suite(void)
 {
 	Suite *suite = suite_create("peer");
@@ -525,6 +590,9 @@ static Suite *peer_suite(void)
 	tcase_add_test(plane, fetch_without_serve_callback);
 	tcase_add_test(plane, connect_to_oneself);
 	tcase_add_test(plane, concurrent_gets_and_fetches);
+	tcase_add_test(plane, fetch_of_another_plan_not_available);
+	tcase_add_test(plane, notice_reaches_the_other_agent);
+	tcase_add_test(plane, exposed_regions_replace_the_record);
 	tcase_set_timeout(plane, 60);
 	suite_add_tcase(suite, plane);
 

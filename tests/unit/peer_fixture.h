@@ -51,6 +51,10 @@ struct store {
 	bool fill_fails;
 	bool fill_honors_deadline; /* a fill past its deadline gives up then */
 	atomic_uint fills;
+	/* the last notice received */
+	atomic_uint notices;
+	uint32_t notice_sender, notice_kind, notice_generation;
+	char notice[64];
 };
 
 /* The byte @i of @sample: differs between samples and positions. */
@@ -78,6 +82,7 @@ static inline void store_init(struct store *store)
 	store->fill_fails = false;
 	store->fill_honors_deadline = false;
 	atomic_init(&store->fills, 0);
+	atomic_init(&store->notices, 0);
 }
 
 static inline void store_fini(struct store *store)
@@ -107,6 +112,18 @@ static inline nopfs_status store_serve(void *arg, uint64_t sample, void *buffer,
 	memcpy(buffer, store->ram + store->offsets[sample], size);
 	atomic_fetch_add(&store->served, 1);
 	return NOPFS_OK;
+}
+
+static inline void store_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
+                                const void *payload, size_t length)
+{
+	struct store *store = arg;
+
+	store->notice_sender = sender;
+	store->notice_kind = kind;
+	store->notice_generation = generation;
+	snprintf(store->notice, sizeof(store->notice), "%.*s", (int)length, (const char *)payload);
+	atomic_fetch_add(&store->notices, 1);
 }
 
 /* The owner fetches a sample it keeps (here: marks it present) and copies it. */
@@ -157,6 +174,7 @@ static inline struct peer_plane *plane_start_slow(uint32_t node, struct store *s
 		config.state_bytes = SAMPLES;
 		config.serve = store_serve;
 		config.fill = store_fill;
+		config.notice = store_notice;
 		config.serve_arg = store;
 	}
 	ck_assert_int_eq(peer_plane_create(&config, &plane), NOPFS_OK);
