@@ -345,6 +345,7 @@ static nopfs_status replan(struct agent *agent, uint32_t generation, char *text,
 	nopfs_status status;
 	bool same = false;
 
+	agent->considered = generation; /* accepted or refused, once */
 	status = description ? agent_options_step(&agent->options, text, &next) : NOPFS_ERR_NOMEM;
 	if (status != NOPFS_OK)
 		goto refused;
@@ -425,7 +426,7 @@ static char *take_events(struct agent *agent, uint32_t *plan_generation)
 			cluster_apply_record(agent, event->sender, event->generation,
 			                     event->payload, event->length);
 		} else if (event->kind == AGENT_NOTICE_PLAN &&
-		           event->generation > agent->accepted &&
+		           event->generation > agent->considered &&
 		           (!plan || event->generation > *plan_generation)) {
 			free(plan);
 			plan = strdup(event->payload);
@@ -447,11 +448,11 @@ nopfs_status agent_replan_poll(struct agent *agent, bool step_signalled)
 	char *theirs = take_events(agent, &remote);
 	nopfs_status status = NOPFS_OK;
 
-	if (mine && local <= agent->accepted)
-		nopfs_warning("plan %" PRIu32 " ignored: this agent serves step generation %" PRIu32
-		              " already",
-		              local, agent->accepted);
-	if (mine && local > agent->accepted && local >= remote)
+	if (mine && local <= agent->considered)
+		nopfs_warning("plan %" PRIu32 " ignored: this agent took plan %" PRIu32
+		              " on or refused it already",
+		              local, agent->considered);
+	if (mine && local > agent->considered && local >= remote)
 		status = replan(agent, local, mine, true);
 	else if (theirs)
 		status = replan(agent, remote, theirs, false);

@@ -6,13 +6,15 @@
 # node's agent (the one the step does not run on too) plans for it, which is
 # read from the PFS once. Back to the first dataset: planned again. Every
 # srun reads correct data, none is told it is served unplanned, and helper
-# sruns with --nopfs-plan=no leave the plan alone.
+# sruns with --nopfs-plan=no leave the plan alone. Last, a dataset without
+# samples: every agent refuses it (and keeps its plan), each node says so.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 PLUGIN_NEEDS_TORCH=1
 # shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
 . "$(dirname "$0")/plugin_test_lib.sh"
 job_dataset 600 6
+mkdir "$WORK/empty"
 "$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data2" --samples 300 --classes 3 \
 	--mean 100K --sd 20K >/dev/null
 chmod -R a+rX "$WORK"
@@ -30,17 +32,23 @@ train() { # NAME, then srun's options, then -- and the script's
 	shift
 	srun "\${opts[@]}" $PYTHON $WORK/train.py --workers 1 "\$@" --out $WORK/out-\$name-%r.txt
 	echo "srun \$name exit \$?"
-	# the agents' reports after it (SIGUSR1), by a helper step that keeps the plan
+	snapshot \$name
+}
+snapshot() { # the agents' reports now (SIGUSR1), by a helper step that keeps the plan
 	srun --nopfs-plan=no --overlap -N3 -n3 --ntasks-per-node=1 \
 		pkill -USR1 -u \$(id -u) -f "^[^ ]*/nopfs-agent --job-id \$SLURM_JOB_ID "
 	sleep 1
-	for f in nopfs-\$SLURM_JOB_ID.json.node-*; do cp "\$f" "after-\$name.\${f##*.}"; done
+	for f in nopfs-\$SLURM_JOB_ID.json.node-*; do cp "\$f" "after-\$1.\${f##*.}"; done
 }
 train first -- --data $WORK/data --seed 7 --epochs 1
 train seed --nopfs-seed=8 --nopfs-epochs=2 -- --data $WORK/data --seed 8 --epochs 2
 train layout -N2 -w n1,n3 -n4 --ntasks-per-node=2 --nopfs-seed=9 -- --data $WORK/data --seed 9 --epochs 1
 train dataset --nopfs-dataset=$WORK/data2 --nopfs-seed=3 -- --data $WORK/data2 --seed 3 --epochs 1
 train back -- --data $WORK/data --seed 7 --epochs 1
+# a dataset without samples: every agent refuses it and keeps its plan
+srun --nopfs-dataset=$WORK/empty true 2>$WORK/refused.err
+echo "srun refused exit \$?"
+snapshot refused
 echo "agent steps: \$(squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -c nopfs-agent)"
 JOB
 chmod 755 "$WORK/job.sh"
@@ -55,6 +63,14 @@ done
 grep -q "agent steps: 1" "$WORK/job.out" || { echo "not ok - not exactly one agent step"; fail=1; }
 if grep -E "served, not planned|did not re-plan" "$WORK/job.out"; then
 	echo "not ok - a step was not planned for"
+	fail=1
+fi
+refused=$(grep -c "did not re-plan for this step (it refused" "$WORK/refused.err" || true)
+if grep -q "srun refused exit 0" "$WORK/job.out" && [[ $refused == 3 ]]; then
+	echo "ok - a step the agents cannot plan for: each of its 3 nodes says so, the step runs"
+else
+	echo "not ok - a step the agents cannot plan for: $refused of 3 nodes said so"
+	cat "$WORK/refused.err"
 	fail=1
 fi
 check() { # NAME DATA SAMPLES
@@ -107,6 +123,13 @@ for name, expect in (("seed", [1, 1, 1]), ("layout", [1, 0, 1]), ("dataset", [1,
     mismatched = [after[n]["stream"]["mismatched_requests"] for n in range(3) if expect[n]]
     print(f"# srun {name}: requests outside the plan per node {mismatched} of ~{reads:.0f}")
     assert max(mismatched) <= 0.25 * reads, (name, [after[n]["stream"] for n in range(3)])
+back, refused = nodes("back"), nodes("refused")
+for n in range(3):
+    last = refused[n]["replans"][-1]
+    assert last["outcome"] == "refused" and last.get("reason"), (n, last)
+    assert len(refused[n]["replans"]) == len(back[n]["replans"]) + 1, (n, refused[n]["replans"])
+    assert refused[n]["plan"] == back[n]["plan"], (n, refused[n]["plan"], back[n]["plan"])
+    assert refused[n]["job"]["dataset"] == back[n]["job"]["dataset"], n
 kept = sum(nodes("seed")[n]["replans"][-1]["kept_samples"] for n in range(3))
 assert kept >= 600, f"the seed change kept {kept} cached samples"
 report = json.load(open(os.path.join(work, f"nopfs-{job}.json")))
