@@ -36,6 +36,8 @@ struct node_figures {
 	const char *diagnosis; /* NULL: none */
 	uint64_t peer_timeouts, peer_errors, watch_overflows;
 	bool interim; /* written while the agent still ran ("final": false) */
+	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
+	uint64_t plan, replans;
 };
 
 static bool read_delivered(struct report_keys *keys, struct node_figures *f)
@@ -53,6 +55,29 @@ static bool read_delivered(struct report_keys *keys, struct node_figures *f)
 			         report_source_names[s]);
 			report_uint(keys, path, &c->bytes);
 		}
+	}
+	return keys->ok;
+}
+
+/* "plan" and the re-plans taken on, when the report has them. */
+static bool read_plans(struct report_keys *keys, struct node_figures *f)
+{
+	const json_t *replans = json_object_get(keys->report, "replans"), *entry;
+	size_t i;
+
+	f->plan = f->replans = 0;
+	if (json_object_get(keys->report, "plan"))
+		report_uint(keys, "plan", &f->plan);
+	if (replans && !json_is_array(replans)) {
+		report_fail(keys->error, keys->input, "%skey 'replans' is not an array", keys->who);
+		return false;
+	}
+	json_array_foreach(replans, i, entry)
+	{
+		const json_t *outcome = json_object_get(entry, "outcome");
+
+		f->replans += json_is_string(outcome) &&
+		              strcmp(json_string_value(outcome), "planned") == 0;
 	}
 	return keys->ok;
 }
@@ -127,7 +152,7 @@ static bool read_node(json_t *report, size_t input, struct node_figures *f,
 	report_real(&keys, "stall.seconds", &f->stall_seconds);
 	report_real(&keys, "stall.max_seconds", &f->stall_max_seconds);
 	if (!keys.ok || !read_delivered(&keys, f) || !read_fallbacks(&keys, f) ||
-	    !read_health(&keys, f))
+	    !read_health(&keys, f) || !read_plans(&keys, f))
 		return false;
 	if (f->benchmark_bytes > f->pfs_bytes) {
 		report_fail(error, input,
@@ -217,6 +242,8 @@ static void disagreement_problems(json_t *problems, const struct node_figures *f
 			            "node %" PRIu32 " disagrees on job_id: '%s' (node %" PRIu32
 			            ": '%s')",
 			            n->node, n->job_id, ref->node, ref->job_id);
+		if (n->plan != ref->plan)
+			continue; /* planned for different steps (one ran on some nodes only) */
 		if (strcmp(n->dataset, ref->dataset) != 0)
 			add_problem(problems,
 			            "node %" PRIu32 " disagrees on dataset: '%s' (node %" PRIu32
@@ -368,7 +395,10 @@ static int add_pfs_and_stall(json_t *merged, const struct node_figures *f, size_
 	                                     "seconds", seconds, "max_seconds", max_seconds));
 }
 
-/* nodes_expected, nodes_reported, nodes_missing and per_node. */
+/*
+ * nodes_expected, nodes_reported, nodes_missing, per_node, and replans: the
+ * most later steps any node planned for.
+ */
 static int add_nodes(json_t *merged, const struct node_figures *f, size_t count, uint32_t expected)
 {
 	json_t *reported = json_array(), *missing = json_array(), *per_node = json_array();
@@ -383,7 +413,13 @@ static int add_nodes(json_t *merged, const struct node_figures *f, size_t count,
 			json_array_append_new(missing, json_integer(node));
 		}
 	}
-	return json_object_set_new(merged, "nodes_expected", json_integer(expected)) |
+	uint64_t replans = 0;
+
+	for (size_t i = 0; i < count; i++)
+		if (f[i].replans > replans)
+			replans = f[i].replans;
+	return json_object_set_new(merged, "replans", json_integer((json_int_t)replans)) |
+	       json_object_set_new(merged, "nodes_expected", json_integer(expected)) |
 	       json_object_set_new(merged, "nodes_reported", reported) |
 	       json_object_set_new(merged, "nodes_missing", missing) |
 	       json_object_set_new(merged, "per_node", per_node);

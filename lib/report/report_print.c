@@ -27,6 +27,7 @@ struct summary {
 	uint64_t delivered[REPORT_SOURCES], delivered_total, delivered_staged;
 	uint64_t stall_requests;
 	double stall_seconds, stall_max_seconds;
+	uint64_t replans; /* 0 in reports before re-planning */
 };
 
 static bool read_summary(const json_t *merged, struct summary *s, struct nopfs_report_error *error)
@@ -62,6 +63,9 @@ static bool read_summary(const json_t *merged, struct summary *s, struct nopfs_r
 	report_real(&keys, "stall.seconds", &s->stall_seconds);
 	report_real(&keys, "stall.max_seconds", &s->stall_max_seconds);
 	report_array(&keys, "problems", &s->problems);
+	s->replans = 0;
+	if (json_object_get(merged, "replans"))
+		report_uint(&keys, "replans", &s->replans);
 	if (!keys.ok)
 		return false;
 	json_array_foreach(s->problems, i, problem)
@@ -142,6 +146,12 @@ int nopfs_report_print_summary(const json_t *merged, FILE *out)
 	        "naive); self-benchmark read %s more\n",
 	        format_bytes(s.pfs_bytes, size, sizeof(size)), s.vs_dataset, (double)s.epochs,
 	        s.vs_naive, format_bytes(s.benchmark_bytes, more, sizeof(more)));
+	if (s.replans)
+		fprintf(out,
+		        "nopfs: the agents planned for %" PRIu64 " later step%s with other options "
+		        "(\"replans\" per node); the dataset and epochs above are the last "
+		        "plan's\n",
+		        s.replans, s.replans == 1 ? "" : "s");
 	print_delivered(&s, out);
 	fprintf(out, "nopfs: stalls: %" PRIu64 " requests waited %.2f s in all, %.1f ms at most\n",
 	        s.stall_requests, s.stall_seconds, s.stall_max_seconds * 1e3);

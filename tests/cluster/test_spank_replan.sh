@@ -134,6 +134,7 @@ kept = sum(nodes("seed")[n]["replans"][-1]["kept_samples"] for n in range(3))
 assert kept >= 600, f"the seed change kept {kept} cached samples"
 report = json.load(open(os.path.join(work, f"nopfs-{job}.json")))
 assert report["nodes_missing"] == [], report["nodes_missing"]
+assert report["replans"] == 4 and report["problems"] == [], (report["replans"], report["problems"])
 delivered = report["delivered_total"]["samples"]
 assert delivered == 600 + 1200 + 600 + 300 + 600, (delivered, report["problems"])
 print(f"ok - five sruns, one agent step, re-planned four times; {kept} cached samples kept "

@@ -273,6 +273,54 @@ START_TEST(disagreeing_reports)
 }
 END_TEST
 
+START_TEST(nodes_planned_for_different_steps)
+{
+	json_t *nodes[3] = {
+		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
+		node_report(1, "12", 30000, 2000, 300, 30, 0.01),
+		node_report(2, "12", 30000, 2000, 300, 30, 0.01),
+	};
+	struct nopfs_report_error error = { 0 };
+	json_t *merged, *planned = json_pack("{s:I, s:s}", "generation", 5, "outcome", "planned");
+	json_t *refused = json_pack("{s:I, s:s}", "generation", 6, "outcome", "refused");
+	char *summary;
+
+	/* nodes 0 and 2 planned for a later step on them only (another epoch count) */
+	for (int n = 0; n < 3; n += 2) {
+		json_object_set_new(nodes[n], "plan", json_integer(5));
+		json_object_set_new(nodes[n], "replans", json_pack("[O, O]", planned, refused));
+		json_object_set_new(json_object_get(nodes[n], "job"), "epochs", json_integer(4));
+	}
+	json_object_set_new(nodes[1], "plan", json_integer(0));
+	json_object_set_new(nodes[1], "replans", json_array());
+	merged = nopfs_report_merge(nodes, 3, 3, &error);
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 0);
+	ck_assert_int_eq(integer_at(merged, "replans", NULL), 1);
+	summary = summary_of(merged);
+	ck_assert_msg(strstr(summary, "nopfs: the agents planned for 1 later step with other "
+	                              "options"),
+	              "%s", summary);
+	free(summary);
+	json_decref(merged);
+
+	/* on the same plan, they must agree */
+	json_object_set_new(json_object_get(nodes[2], "job"), "epochs", json_integer(3));
+	merged = nopfs_report_merge(nodes, 3, 3, &error);
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert(has_problem(merged, "node 2 disagrees on epochs: 3 (node 0: 4)"));
+	json_decref(merged);
+	/* "replans" must be an array */
+	json_object_set_new(nodes[1], "replans", json_integer(1));
+	ck_assert_ptr_null(nopfs_report_merge(nodes, 3, 3, &error));
+	ck_assert_str_eq(error.text, "node 1: key 'replans' is not an array");
+	json_decref(planned);
+	json_decref(refused);
+	for (int n = 0; n < 3; n++)
+		json_decref(nodes[n]);
+}
+END_TEST
+
 START_TEST(health_problems)
 {
 	json_t *nodes[2] = {
@@ -359,6 +407,7 @@ int main(void)
 	tcase_add_test(tc, missing_node);
 	tcase_add_test(tc, missing_key);
 	tcase_add_test(tc, disagreeing_reports);
+	tcase_add_test(tc, nodes_planned_for_different_steps);
 	tcase_add_test(tc, health_problems);
 	tcase_add_test(tc, merged_checks_and_write);
 	suite_add_tcase(suite, tc);
