@@ -65,7 +65,13 @@ static const char usage_text[] =
         "  --hello-timeout SEC    give up either of the step's first two fences after\n"
         "                         this and exit with status 75: start the step again\n"
         "                         (default 10)\n"
-        "  --help\n";
+        "  --help\n"
+        "\n"
+        "Signals: TERM drains, writes the report and exits; USR1 writes the report;\n"
+        "USR2 plans for the step in the newest RUNTIME-DIR/step-G: one per line, its\n"
+        "--dataset, --index, --extensions, --seed, --epochs, --world-size and --ranks\n"
+        "or --step-tasks and --step-distribution, --drop-last, --no-shuffle; the ready\n"
+        "file then reads \"PID G\".\n";
 
 enum {
 	OPT_DATASET = 256,

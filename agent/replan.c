@@ -465,6 +465,8 @@ nopfs_status agent_replan_poll(struct agent *agent, bool step_signalled)
 
 void agent_replan_fini(struct agent *agent)
 {
+	if (agent->options.runtime_dir[0])
+		remove_step_files(agent, UINT32_MAX); /* described too late to be planned for */
 	while (agent->events) {
 		struct agent_event *event = agent->events;
 
