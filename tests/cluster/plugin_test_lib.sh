@@ -3,7 +3,8 @@
 # the PFS (bindir, preload) where every node and the submit host see it.
 # Sets PYTHON, PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh
 # sets, and UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory.
-# Defines job_dataset, wait_gone, wait_agents, nothing_left and node_agent.
+# Defines job_dataset, run_batch, wait_gone, wait_agents, nothing_left and
+# node_agent.
 # shellcheck shell=bash disable=SC2034 # the variables are for the sourcing test
 
 PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
@@ -85,6 +86,18 @@ job_dataset() {
 	"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples "$1" --classes "$2" \
 		--mean 100K --sd 20K >/dev/null
 	chmod -R a+rX "$WORK"
+}
+
+# run_batch SECONDS: sbatch --wait $WORK/job.sh as the test user, at most
+# SECONDS; shows its output ($WORK/job.out), waits (10 s at most) for its job
+# report $WORK/nopfs-JOB.json and sets job to its id
+run_batch() {
+	chmod 755 "$WORK/job.sh"
+	job=$(cd "$WORK" && timeout -k 5 "$1" "${RUNU[@]}" sbatch --parsable --wait \
+		-o "$WORK/job.out" "$WORK/job.sh") || true
+	job=${job%%;*}
+	cat "$WORK/job.out"
+	for _ in $(seq 1 100); do [[ -e $WORK/nopfs-$job.json ]] && break; sleep 0.1; done
 }
 
 # node_agent NODE JOB: the PID of JOB's agent on NODE (the nodes of the test

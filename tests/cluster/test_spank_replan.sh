@@ -62,12 +62,7 @@ wait \$long
 echo "srun long exit \$?"
 echo "agent steps: \$(squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -c nopfs-agent)"
 JOB
-chmod 755 "$WORK/job.sh"
-job=$(cd "$WORK" && timeout -k 5 600 "${RUNU[@]}" sbatch --parsable --wait -o "$WORK/job.out" \
-	"$WORK/job.sh") || true
-job=${job%%;*}
-cat "$WORK/job.out"
-for _ in $(seq 1 100); do [[ -e $WORK/nopfs-$job.json ]] && break; sleep 0.1; done
+run_batch 600
 for name in first seed layout dataset back short long; do
 	grep -q "srun $name exit 0" "$WORK/job.out" || { echo "not ok - srun $name failed"; fail=1; }
 done

@@ -37,12 +37,7 @@ run 2
 echo "srun 2 exit \$?"
 echo "agent steps: \$(squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -c nopfs-agent)"
 JOB
-chmod 755 "$WORK/job.sh"
-job=$(cd "$WORK" && timeout -k 5 300 "${RUNU[@]}" sbatch --parsable --wait -o "$WORK/job.out" \
-	"$WORK/job.sh") || true
-job=${job%%;*}
-cat "$WORK/job.out"
-for _ in $(seq 1 100); do [[ -e $WORK/nopfs-$job.json ]] && break; sleep 0.1; done
+run_batch 300
 if ! grep -q "srun 1 exit 0" "$WORK/job.out" || ! grep -q "srun 2 exit 0" "$WORK/job.out"; then
 	echo "not ok - an srun of the batch job failed"
 	fail=1
