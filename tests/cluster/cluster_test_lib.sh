@@ -5,6 +5,8 @@
 # (kept when KEEP is set).
 # shellcheck shell=bash disable=SC2034 # the variables are for the sourcing test
 
+# shellcheck source-path=SCRIPTDIR source=cluster_lock.sh
+. "$(dirname "${BASH_SOURCE[0]}")/cluster_lock.sh"
 SRCDIR=$(cd "${top_srcdir:-$(dirname "$0")/../..}" && pwd)
 BUILDDIR=$(cd "${top_builddir:-$SRCDIR}" && pwd)
 NC=$SRCDIR/contrib/cluster/nopfs-cluster

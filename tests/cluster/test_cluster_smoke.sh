@@ -11,6 +11,8 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source-path=SCRIPTDIR source=cluster_lock.sh
+. "$(dirname "$0")/cluster_lock.sh"
 SRCDIR=$(cd "${top_srcdir:-$HERE/../..}" && pwd)
 NC=$SRCDIR/contrib/cluster/nopfs-cluster
 T0=${EPOCHREALTIME/[.,]/}

@@ -7,6 +7,8 @@
 # Timings are printed, not judged (a shared machine). The cluster is left
 # down. Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=cluster_lock.sh
+. "$(dirname "$0")/cluster_lock.sh"
 SRCDIR=$(cd "${top_srcdir:-$(dirname "$0")/../..}" && pwd)
 BUILDDIR=$(cd "${top_builddir:-$SRCDIR}" && pwd)
 PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}

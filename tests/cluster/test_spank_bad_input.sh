@@ -57,6 +57,7 @@ expect_fail "unknown key 'bogus_key'" env SLURM_CONF="$WORK/slurm-bad.conf" srun
 expect_fail "conflicts with --nopfs-shuffle=no" srun -N1 "$D" --nopfs-seed=1 --nopfs-shuffle=no true
 expect_fail "needs --nopfs-dataset" srun -N1 --nopfs-epochs=3 true
 expect_fail "accepted: yes or no" srun -N1 "$D" --nopfs-preload=maybe true
+expect_fail "SLURM_NOPFS_PLAN=later: accepted: yes or no" env SLURM_NOPFS_PLAN=later srun -N1 "$D" true
 expect_fail "cannot read the list file" srun -N1 "$D" --nopfs-index=list:"$WORK/missing.txt" true
 expect_fail "SLURM_NOPFS_EPOCHS=0: not an epoch count" env SLURM_NOPFS_EPOCHS=0 srun -N1 "$D" true
 expect_fail "not a seed" sbatch -N1 "$D" --nopfs-seed=1x --wrap true
