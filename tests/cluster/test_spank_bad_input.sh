@@ -75,7 +75,7 @@ if ! (cd "$WORK" && timeout 30 "${RUNU[@]}" env SLURM_CONF="$WORK/slurm-bad.conf
 fi
 # srun --help shows every option with a line of its own
 help=$(cd "$WORK" && "${RUNU[@]}" srun --help 2>&1)
-for option in dataset seed epochs index tiers report preload shuffle drop-last verbose; do
+for option in dataset seed epochs index tiers report preload shuffle drop-last verbose plan; do
 	grep -q -- "--nopfs-$option" <<<"$help" || { echo "not ok - srun --help lacks --nopfs-$option"; fail=1; }
 done
 echo "$n bad inputs checked"
