@@ -25,34 +25,34 @@ static void post_get(struct peer_op *op, void *buffer, uint64_t length, uint64_t
 	peer_op_posted(op, request, what);
 }
 
-/* Whether the offsets fall inside @conn's regions (logged if not). */
-static nopfs_status check_range(const struct peer_conn *conn, uint64_t state_offset,
+/* Whether the offsets fall inside the regions of @node's @keys (logged if not). */
+static nopfs_status check_range(uint32_t node, const struct peer_keys *keys, uint64_t state_offset,
                                 uint64_t data_offset, uint64_t size)
 {
-	if (!conn->state_key || state_offset >= conn->state_bytes) {
+	if (!keys->state_key || state_offset >= keys->state_bytes) {
 		nopfs_error("node %u: state byte %" PRIu64 " is outside its state array of %" PRIu64
 		            " bytes",
-		            conn->node->index, state_offset, conn->state_bytes);
+		            node, state_offset, keys->state_bytes);
 		return NOPFS_ERR_RANGE;
 	}
-	if (size > 0 && (!conn->ram_key || data_offset > conn->ram_bytes ||
-	                 size > conn->ram_bytes - data_offset)) {
+	if (size > 0 && (!keys->ram_key || data_offset > keys->ram_bytes ||
+	                 size > keys->ram_bytes - data_offset)) {
 		nopfs_error("node %u: %" PRIu64 " bytes at %" PRIu64
 		            " are outside its RAM arena of %" PRIu64 " bytes",
-		            conn->node->index, size, data_offset, conn->ram_bytes);
+		            node, size, data_offset, keys->ram_bytes);
 		return NOPFS_ERR_RANGE;
 	}
 	return NOPFS_OK;
 }
 
-/* The two reads, on an operation of a connection whose regions fit. */
+/* The two reads, on an operation whose keys' regions fit. */
 static nopfs_status get_sample(struct peer_op *op, uint64_t state_offset, uint64_t data_offset,
                                void *dest, uint64_t size)
 {
-	struct peer_conn *conn = op->conn;
+	const struct peer_keys *keys = op->keys;
 	nopfs_status status;
 
-	post_get(op, &op->state, 1, conn->state_base + state_offset, conn->state_key,
+	post_get(op, &op->state, 1, keys->state_base + state_offset, keys->state_key,
 	         "get of a state byte");
 	status = peer_op_wait(op, "get of a state byte", NULL);
 	if (status != NOPFS_OK)
@@ -63,7 +63,7 @@ static nopfs_status get_sample(struct peer_op *op, uint64_t state_offset, uint64
 	}
 	if (size == 0)
 		return NOPFS_OK;
-	post_get(op, dest, size, conn->ram_base + data_offset, conn->ram_key, "get of a sample");
+	post_get(op, dest, size, keys->ram_base + data_offset, keys->ram_key, "get of a sample");
 	return peer_op_wait(op, "get of a sample", NULL);
 }
 
@@ -71,6 +71,7 @@ nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t st
                             uint64_t data_offset, void *dest, uint64_t size)
 {
 	struct peer_node *peer = peer_node_find(plane, node);
+	struct peer_keys *keys;
 	struct peer_conn *conn;
 	struct peer_op *op;
 	nopfs_status status;
@@ -86,16 +87,15 @@ nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t st
 	status = peer_node_acquire(plane, peer, &conn);
 	if (status != NOPFS_OK)
 		return peer_op_count(plane, status);
-	status = check_range(conn, state_offset, data_offset, size);
-	if (status != NOPFS_OK) {
-		peer_conn_put(conn);
-		return peer_op_count(plane, status);
-	}
-	op = peer_op_create(plane, conn, size);
+	keys = peer_conn_keys(conn);
+	status = check_range(node, keys, state_offset, data_offset, size);
+	op = status == NOPFS_OK ? peer_op_create(plane, conn, size) : NULL;
 	if (!op) {
+		peer_keys_put(keys);
 		peer_conn_put(conn);
-		return peer_op_count(plane, NOPFS_ERR_NOMEM);
+		return peer_op_count(plane, status == NOPFS_OK ? NOPFS_ERR_NOMEM : status);
 	}
+	op->keys = keys;
 	status = get_sample(op, state_offset, data_offset, dest, size);
 	peer_op_release(op);
 	if (status == NOPFS_OK) {

@@ -84,14 +84,26 @@ struct peer_response {
  * of UCX 1.13 hold no reference to their endpoint, and operations still
  * using them must complete first).
  */
-struct peer_conn {
-	struct peer_plane *plane;
-	struct peer_node *node;
-	ucp_ep_h ep;                  /* closed (and stale) once @closed is set */
+/*
+ * The remote keys of a node's regions, unpacked on a connection's endpoint,
+ * with the regions from its record. Referenced by the connection while
+ * current and by every get using them: a node exposing other regions (a new
+ * plan) gets new keys on the same endpoint, and the old ones go with the
+ * last get that used them.
+ */
+struct peer_keys {
 	ucp_rkey_h ram_key;           /* NULL when the node exposes no RAM arena */
 	ucp_rkey_h state_key;         /* NULL when it exposes no state array */
 	uint64_t ram_base, ram_bytes; /* the node's regions, from its record */
 	uint64_t state_base, state_bytes;
+	atomic_uint refs;
+};
+
+struct peer_conn {
+	struct peer_plane *plane;
+	struct peer_node *node;
+	ucp_ep_h ep;            /* closed (and stale) once @closed is set */
+	struct peer_keys *keys; /* current; replaced under the node's write lock */
 	atomic_uint refs;
 	atomic_bool failed;        /* UCX reported an error on the endpoint */
 	bool closed;               /* under the node's write lock */
@@ -200,7 +212,8 @@ struct peer_op {
 	bool not_available;
 
 	/* get */
-	uint8_t state; /* the remote state byte lands here */
+	struct peer_keys *keys; /* referenced */
+	uint8_t state;          /* the remote state byte lands here */
 };
 
 #define peer_count(plane, counter, n) \
@@ -218,6 +231,8 @@ nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
 nopfs_status peer_node_acquire(struct peer_plane *plane, struct peer_node *node,
                                struct peer_conn **out);
 void peer_conn_put(struct peer_conn *conn);
+struct peer_keys *peer_conn_keys(struct peer_conn *conn);
+void peer_keys_put(struct peer_keys *keys);
 nopfs_status peer_conn_lock(struct peer_conn *conn);
 void peer_conn_unlock(struct peer_conn *conn);
 void peer_conn_retire(struct peer_plane *plane, struct peer_conn *conn, nopfs_status reason);

@@ -48,15 +48,34 @@ static void conn_failed(void *arg, ucp_ep_h ep, ucs_status_t status)
 	peer_fetch_fail_pending(conn->plane, conn, status);
 }
 
+void peer_keys_put(struct peer_keys *keys)
+{
+	if (!keys || atomic_fetch_sub(&keys->refs, 1) != 1)
+		return;
+	if (keys->state_key)
+		ucp_rkey_destroy(keys->state_key);
+	if (keys->ram_key)
+		ucp_rkey_destroy(keys->ram_key);
+	free(keys);
+}
+
 void peer_conn_put(struct peer_conn *conn)
 {
 	if (atomic_fetch_sub(&conn->refs, 1) != 1)
 		return;
-	if (conn->state_key)
-		ucp_rkey_destroy(conn->state_key);
-	if (conn->ram_key)
-		ucp_rkey_destroy(conn->ram_key);
+	peer_keys_put(conn->keys);
 	free(conn);
+}
+
+struct peer_keys *peer_conn_keys(struct peer_conn *conn)
+{
+	struct peer_keys *keys;
+
+	pthread_rwlock_rdlock(&conn->node->lock);
+	keys = conn->keys;
+	atomic_fetch_add(&keys->refs, 1);
+	pthread_rwlock_unlock(&conn->node->lock);
+	return keys;
 }
 
 /* Hold @conn's endpoint for posting; the reason it closed if it has. */
@@ -85,6 +104,36 @@ static nopfs_status unpack_key(struct peer_conn *conn, const void *packed, const
 		            conn->node->index, what, ucs_status_string(status));
 		return NOPFS_ERR_FORMAT;
 	}
+	return NOPFS_OK;
+}
+
+/* The keys of @record unpacked on @conn's endpoint, referenced once. */
+static nopfs_status keys_create(struct peer_conn *conn, const struct peer_record *record,
+                                struct peer_keys **out)
+{
+	struct peer_keys *keys = calloc(1, sizeof(*keys));
+	nopfs_status status = NOPFS_OK;
+
+	if (!keys) {
+		nopfs_error("node %u: no memory for its keys", conn->node->index);
+		return NOPFS_ERR_NOMEM;
+	}
+	*keys = (struct peer_keys){
+		.ram_base = record->ram_base,
+		.ram_bytes = record->ram_bytes,
+		.state_base = record->state_base,
+		.state_bytes = record->state_bytes,
+	};
+	atomic_init(&keys->refs, 1);
+	if (record->ram_key_length)
+		status = unpack_key(conn, record->ram_key, "RAM arena", &keys->ram_key);
+	if (status == NOPFS_OK && record->state_key_length)
+		status = unpack_key(conn, record->state_key, "state array", &keys->state_key);
+	if (status != NOPFS_OK) {
+		peer_keys_put(keys);
+		return status;
+	}
+	*out = keys;
 	return NOPFS_OK;
 }
 
@@ -130,10 +179,6 @@ static nopfs_status conn_create(struct peer_plane *plane, struct peer_node *node
 	}
 	conn->plane = plane;
 	conn->node = node;
-	conn->ram_base = record->ram_base;
-	conn->ram_bytes = record->ram_bytes;
-	conn->state_base = record->state_base;
-	conn->state_bytes = record->state_bytes;
 	atomic_init(&conn->refs, 1);
 	atomic_init(&conn->failed, false);
 	params.err_handler.arg = conn;
@@ -144,22 +189,12 @@ static nopfs_status conn_create(struct peer_plane *plane, struct peer_node *node
 		status = NOPFS_ERR_IO;
 		goto out_free_conn;
 	}
-	if (record->ram_key_length) {
-		status = unpack_key(conn, record->ram_key, "RAM arena", &conn->ram_key);
-		if (status != NOPFS_OK)
-			goto out_close_endpoint;
-	}
-	if (record->state_key_length) {
-		status = unpack_key(conn, record->state_key, "state array", &conn->state_key);
-		if (status != NOPFS_OK)
-			goto out_destroy_ram_key;
-	}
+	status = keys_create(conn, record, &conn->keys);
+	if (status != NOPFS_OK)
+		goto out_close_endpoint;
 	*out = conn;
 	return NOPFS_OK;
 
-out_destroy_ram_key:
-	if (conn->ram_key)
-		ucp_rkey_destroy(conn->ram_key);
 out_close_endpoint:
 	close_endpoint(conn);
 out_free_conn:
@@ -305,6 +340,44 @@ out:
 	return node;
 }
 
+/* Whether @node has a working connection to the worker of @record. */
+static bool is_same_worker(const struct peer_node *node, const struct peer_record *record)
+{
+	return node->conn && !atomic_load(&node->conn->failed) &&
+	       node->record.address_length == record->address_length &&
+	       memcmp(node->record.address, record->address, record->address_length) == 0;
+}
+
+/*
+ * The node exposes other regions (a new plan): new keys on the endpoint it
+ * has. Not a new endpoint: UCX 1.13 aborts the process when the one it
+ * replaces, or the peer's, still has connection messages pending.
+ */
+static nopfs_status rekey_locked(struct peer_node *node)
+{
+	struct peer_keys *keys;
+	nopfs_status status = keys_create(node->conn, &node->record, &keys);
+
+	if (status != NOPFS_OK)
+		return status;
+	peer_keys_put(node->conn->keys); /* gets still using them keep them */
+	node->conn->keys = keys;
+	return NOPFS_OK;
+}
+
+/* A connection from @node's record in place of any it has. */
+static nopfs_status reconnect_locked(struct peer_plane *plane, struct peer_node *node)
+{
+	nopfs_status status;
+
+	if (node->conn)
+		node_retire_locked(plane, node, NOPFS_ERR_IO);
+	node->down_until = 0;
+	status = conn_create(plane, node, &node->conn);
+	atomic_store(&node->lost, false); /* a new record: it is there */
+	return status;
+}
+
 nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
                                const struct peer_record *record)
 {
@@ -312,6 +385,7 @@ nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
 	struct peer_node *node;
 	nopfs_status status;
 	void *blobs, *old_blobs;
+	bool same;
 
 	if (!peer_record_is_valid(record)) {
 		nopfs_error("node %u: invalid record (no address, or a key without a region)",
@@ -328,14 +402,11 @@ nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
 	}
 
 	pthread_rwlock_wrlock(&node->lock);
-	if (node->conn)
-		node_retire_locked(plane, node, NOPFS_ERR_IO);
+	same = is_same_worker(node, &copy);
 	old_blobs = node->blobs;
 	node->record = copy;
 	node->blobs = blobs;
-	node->down_until = 0;
-	status = conn_create(plane, node, &node->conn);
-	atomic_store(&node->lost, false); /* a new record: it is there */
+	status = same ? rekey_locked(node) : reconnect_locked(plane, node);
 	pthread_rwlock_unlock(&node->lock);
 	free(old_blobs);
 	return status;

@@ -50,6 +50,7 @@ struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn,
 
 static void op_free(struct peer_op *op)
 {
+	peer_keys_put(op->keys);
 	peer_conn_put(op->conn);
 	pthread_cond_destroy(&op->done);
 	pthread_mutex_destroy(&op->lock);

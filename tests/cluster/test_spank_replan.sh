@@ -123,9 +123,12 @@ for name, expect in (("seed", [1, 1, 1]), ("layout", [1, 0, 1]), ("dataset", [1,
     after = nodes(name)
     planned = [len(after[n]["replans"]) - len(before[n]["replans"]) for n in range(3)]
     assert planned == expect, f"srun {name}: plans per node {planned}, expected {expect}"
+    took = []
     for n in range(3):
         for plan in after[n]["replans"][len(before[n]["replans"]):]:
             assert plan["outcome"] == "planned", (name, n, plan)
+            took.append(plan["seconds"])
+    print(f"# srun {name}: agents planned for it in at most {max(took):.2f} s")
     # the step's reads on the nodes that planned for it follow their new streams
     reads = {"seed": 1200, "layout": 600, "dataset": 300, "back": 600}[name] / sum(expect)
     mismatched = [after[n]["stream"]["mismatched_requests"] for n in range(3) if expect[n]]
