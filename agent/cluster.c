@@ -116,22 +116,11 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 static nopfs_status receive_catalog(struct agent *agent, const char *announced,
                                     struct nopfs_catalog **catalog)
 {
-	void *buffer;
-	size_t size;
-	nopfs_status status;
-
 	if (announced[0] == '\0') {
 		nopfs_warning("no --share-dir: this node scans the dataset itself");
 		return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
 	}
-	status = read_file(announced, &buffer, &size);
-	if (status != NOPFS_OK)
-		return status;
-	status = nopfs_catalog_deserialize(buffer, size, catalog);
-	free(buffer);
-	if (status != NOPFS_OK)
-		nopfs_error("the catalog node 0 shared in '%s' is not valid", announced);
-	return status;
+	return cluster_load_catalog(announced, catalog);
 }
 
 nopfs_status cluster_catalog(struct agent *agent)
@@ -179,6 +168,56 @@ nopfs_status cluster_catalog(struct agent *agent)
 		return status;
 	}
 	return job_use_catalog(&agent->job, &agent->options, catalog);
+}
+
+nopfs_status cluster_share_plan_catalog(struct agent *agent, const struct agent_options *options,
+                                        uint32_t generation, struct nopfs_catalog **catalog)
+{
+	char path[sizeof(agent->shared_catalog)] = "";
+	bool from_cache = false;
+	void *buffer = NULL;
+	size_t size = 0;
+	nopfs_status status;
+
+	*catalog = NULL;
+	status = job_open_catalog(options, catalog, &from_cache);
+	if (status == NOPFS_OK &&
+	    (size_t)snprintf(path, sizeof(path), "%s/nopfs-catalog-%s.%" PRIu32 ".bin",
+	                     options->share_dir, options->job_id, generation) >= sizeof(path)) {
+		nopfs_error("--share-dir '%s' is too long", options->share_dir);
+		status = NOPFS_ERR_RANGE;
+	}
+	if (status == NOPFS_OK)
+		status = nopfs_catalog_serialize(*catalog, &buffer, &size);
+	if (status == NOPFS_OK)
+		status = write_file(path, buffer, size);
+	free(buffer);
+	if (status != NOPFS_OK) {
+		nopfs_catalog_destroy(*catalog);
+		*catalog = NULL;
+		path[0] = '\0'; /* the others give up on this plan at once */
+	} else {
+		if (agent->shared_catalog[0])
+			unlink(agent->shared_catalog); /* the previous plan's, read long ago */
+		memcpy(agent->shared_catalog, path, sizeof(path));
+	}
+	peer_plane_notify(agent->peers, AGENT_NOTICE_CATALOG, generation, path, strlen(path) + 1);
+	return status;
+}
+
+nopfs_status cluster_load_catalog(const char *path, struct nopfs_catalog **catalog)
+{
+	void *buffer;
+	size_t size;
+	nopfs_status status = read_file(path, &buffer, &size);
+
+	if (status != NOPFS_OK)
+		return status;
+	status = nopfs_catalog_deserialize(buffer, size, catalog);
+	free(buffer);
+	if (status != NOPFS_OK)
+		nopfs_error("the catalog node 0 shared in '%s' is not valid", path);
+	return status;
 }
 
 /* This node's record: host and tier capacities, as JSON text. */

@@ -11,6 +11,8 @@
 #include "status.h"
 
 struct agent;
+struct agent_options;
+struct nopfs_catalog;
 
 /* Give the job its catalog: built here, or received from node 0. */
 nopfs_status cluster_catalog(struct agent *agent);
@@ -41,10 +43,26 @@ void cluster_disconnect_peers(struct agent *agent);
 
 /*
  * Another plan (replan.c). Notices the agents send one another: a plan's
- * step description (AGENT_NOTICE_PLAN), and the record of an agent that has
- * taken a plan on (AGENT_NOTICE_RECORD: its RAM tier's new keys).
+ * step description (AGENT_NOTICE_PLAN), the record of an agent that has
+ * taken a plan on (AGENT_NOTICE_RECORD: its RAM tier's new keys), and where
+ * node 0 shared the catalog of a plan's dataset (AGENT_NOTICE_CATALOG).
  */
-enum agent_notice_kind { AGENT_NOTICE_PLAN = 1, AGENT_NOTICE_RECORD = 2 };
+enum agent_notice_kind {
+	AGENT_NOTICE_PLAN = 1,
+	AGENT_NOTICE_RECORD = 2,
+	AGENT_NOTICE_CATALOG = 3, /* node 0's shared catalog of a plan ("": none) */
+};
+
+/*
+ * Node 0, another dataset for plan @generation: build its catalog, share it
+ * in --share-dir and tell the others where (or that there is none, on
+ * failure: they give up on the plan).
+ */
+nopfs_status cluster_share_plan_catalog(struct agent *agent, const struct agent_options *options,
+                                        uint32_t generation, struct nopfs_catalog **catalog);
+
+/* Load the catalog node 0 shared at @path. */
+nopfs_status cluster_load_catalog(const char *path, struct nopfs_catalog **catalog);
 
 /* Tell the other agents about plan @generation (@description: its step). */
 void cluster_plan_notify(struct agent *agent, uint32_t generation, const char *description);

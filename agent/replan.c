@@ -52,11 +52,24 @@ struct agent_event {
 	char payload[];
 };
 
+/* Queue @event (taken over) for the main thread. */
+static void queue_event(struct agent *agent, struct agent_event *event)
+{
+	struct agent_event **at;
+
+	event->next = NULL;
+	pthread_mutex_lock(&agent->events_lock);
+	for (at = &agent->events; *at; at = &(*at)->next)
+		;
+	*at = event;
+	pthread_mutex_unlock(&agent->events_lock);
+}
+
 void agent_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
                   const void *payload, size_t length)
 {
 	struct agent *agent = arg;
-	struct agent_event *event = malloc(sizeof(*event) + length + 1), **at;
+	struct agent_event *event = malloc(sizeof(*event) + length + 1);
 
 	if (!event) {
 		nopfs_error("no memory for a notice from node %" PRIu32, sender);
@@ -67,11 +80,34 @@ void agent_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation
 	};
 	memcpy(event->payload, payload, length);
 	event->payload[length] = '\0';
-	pthread_mutex_lock(&agent->events_lock);
-	for (at = &agent->events; *at; at = &(*at)->next)
-		;
-	*at = event;
-	pthread_mutex_unlock(&agent->events_lock);
+	queue_event(agent, event);
+}
+
+/*
+ * Wait (at most @seconds) for the notice of @kind and @generation and take
+ * it off the queue: its payload (malloc'd), or NULL.
+ */
+static char *wait_notice(struct agent *agent, uint32_t kind, uint32_t generation, int seconds)
+{
+	for (int tick = 0; tick <= seconds * 20; tick++) {
+		struct agent_event **at, *found = NULL;
+		char *payload;
+
+		pthread_mutex_lock(&agent->events_lock);
+		for (at = &agent->events; *at && !found; at = found ? at : &(*at)->next)
+			if ((*at)->kind == kind && (*at)->generation == generation) {
+				found = *at;
+				*at = found->next;
+			}
+		pthread_mutex_unlock(&agent->events_lock);
+		if (found) {
+			payload = strdup(found->payload);
+			free(found);
+			return payload;
+		}
+		usleep(50000);
+	}
+	return NULL;
 }
 
 /* Read the step file @name of the runtime directory (malloc'd text), NULL on error. */
@@ -178,9 +214,12 @@ static bool same_catalog(const struct agent_options *a, const struct agent_optio
 	       strcmp(a->extensions, b->extensions) == 0 && a->catalog.format == b->catalog.format;
 }
 
-/* Note a plan in the report's "replans": refused, or taken on (the current one). */
-static void note_plan(struct agent *agent, uint32_t generation, nopfs_status refusal, uint64_t kept,
-                      uint64_t kept_bytes, double seconds)
+/*
+ * Note a plan in the report's "replans": refused, or taken on (the current
+ * one), with where its @catalog came from.
+ */
+static void note_plan(struct agent *agent, uint32_t generation, nopfs_status refusal,
+                      const char *catalog, uint64_t kept, uint64_t kept_bytes, double seconds)
 {
 	json_t *entry =
 	        json_pack("{s:I, s:s, s:f}", "generation", (json_int_t)generation, "outcome",
@@ -190,8 +229,8 @@ static void note_plan(struct agent *agent, uint32_t generation, nopfs_status ref
 		json_object_set_new(entry, "reason", json_string(nopfs_status_string(refusal)));
 	else if (entry)
 		json_object_update_new(
-		        entry, json_pack("{s:s, s:I, s:I, s:I, s:I, s:I}", "dataset",
-		                         agent->options.dataset_root, "samples",
+		        entry, json_pack("{s:s, s:s, s:I, s:I, s:I, s:I, s:I}", "dataset",
+		                         agent->options.dataset_root, "catalog", catalog, "samples",
 		                         (json_int_t)agent->job.sampler.count, "epochs",
 		                         (json_int_t)agent->job.epochs, "world_size",
 		                         (json_int_t)agent->job.sampler.world_size, "kept_samples",
@@ -204,6 +243,42 @@ static void note_plan(struct agent *agent, uint32_t generation, nopfs_status ref
 }
 
 /*
+ * The catalog of another dataset for plan @generation: built by node 0 and
+ * shared with the others (a metadata scan of the PFS by every node is what
+ * the shared catalog avoids), or built here when this agent is alone or has
+ * nowhere to share it. *@source says which, for the report.
+ */
+static nopfs_status plan_catalog(struct agent *agent, const struct agent_options *options,
+                                 uint32_t generation, struct nopfs_catalog **catalog,
+                                 const char **source)
+{
+	bool from_cache = false;
+	nopfs_status status;
+	char *path;
+
+	*source = "built here";
+	if (!agent->peers || options->share_dir[0] == '\0')
+		return job_open_catalog(options, catalog, &from_cache);
+	if (agent->bootstrap.node == 0)
+		return cluster_share_plan_catalog(agent, options, generation, catalog);
+	*source = "from node 0";
+	path = wait_notice(agent, AGENT_NOTICE_CATALOG, generation, options->fence_timeout);
+	if (!path) {
+		nopfs_error("plan %" PRIu32 ": node 0 did not share its catalog within %d s",
+		            generation, options->fence_timeout);
+		return NOPFS_ERR_TIMEOUT;
+	}
+	if (path[0] == '\0') {
+		nopfs_error("plan %" PRIu32 ": node 0 could not catalog the dataset", generation);
+		status = NOPFS_ERR_NOT_FOUND;
+	} else {
+		status = cluster_load_catalog(path, catalog);
+	}
+	free(path);
+	return status;
+}
+
+/*
  * The rest of @job (laid out already) for @options: the catalog and, for the
  * dataset the agent has (@same), its placement (every sample stays where it
  * is cached; the caller hands both over only once the plan is taken on);
@@ -211,15 +286,15 @@ static void note_plan(struct agent *agent, uint32_t generation, nopfs_status ref
  * capacities.
  */
 static nopfs_status new_job(struct agent *agent, struct agent_options *options, bool same,
-                            struct job *job)
+                            uint32_t generation, struct job *job, const char **source)
 {
-	struct nopfs_catalog *catalog = agent->job.catalog;
+	struct nopfs_catalog *catalog = same ? agent->job.catalog : NULL;
 	struct nopfs_node_tiers *tiers;
-	bool from_cache = false;
 	nopfs_status status = NOPFS_OK;
 
+	*source = "kept";
 	if (!same)
-		status = job_open_catalog(options, &catalog, &from_cache);
+		status = plan_catalog(agent, options, generation, &catalog, source);
 	if (status == NOPFS_OK)
 		status = job_use_catalog(job, options, catalog);
 	if (status != NOPFS_OK)
@@ -342,6 +417,7 @@ static nopfs_status replan(struct agent *agent, uint32_t generation, char *text,
 	char *description = strdup(text);
 	struct agent_options next = { 0 };
 	struct job job = { 0 };
+	const char *catalog_source = "";
 	nopfs_status status;
 	bool same = false;
 
@@ -364,7 +440,7 @@ static nopfs_status replan(struct agent *agent, uint32_t generation, char *text,
 	           same ? "stream" : "dataset");
 	if (local && !same)
 		cluster_plan_notify(agent, generation, description);
-	status = new_job(agent, &next, same, &job);
+	status = new_job(agent, &next, same, generation, &job, &catalog_source);
 	if (status != NOPFS_OK)
 		goto refused;
 	agent_serve_stop(agent);
@@ -381,7 +457,7 @@ static nopfs_status replan(struct agent *agent, uint32_t generation, char *text,
 	status = agent_serve_start(agent);
 	if (status == NOPFS_OK)
 		status = agent_publish_ready(agent);
-	note_plan(agent, generation, NOPFS_OK, kept, kept_bytes,
+	note_plan(agent, generation, NOPFS_OK, catalog_source, kept, kept_bytes,
 	          (double)(now_ns() - started) / 1e9);
 	nopfs_info("plan %" PRIu32 ": %" PRIu64 " samples, %" PRIu32 " epochs, %" PRIu32
 	           " ranks (%" PRIu32 " here); %" PRIu64 " samples (%" PRIu64
@@ -395,7 +471,7 @@ refused:
 	nopfs_error("plan %" PRIu32 " refused (%s): this agent keeps its plan; the step's reads "
 	            "are served, not planned",
 	            generation, nopfs_status_string(status));
-	note_plan(agent, generation, status, 0, 0, (double)(now_ns() - started) / 1e9);
+	note_plan(agent, generation, status, NULL, 0, 0, (double)(now_ns() - started) / 1e9);
 	status = NOPFS_OK;
 out:
 	if (same && job.catalog == agent->job.catalog) { /* still the agent's */
@@ -431,7 +507,12 @@ static char *take_events(struct agent *agent, uint32_t *plan_generation)
 			free(plan);
 			plan = strdup(event->payload);
 			*plan_generation = event->generation;
-		} else if (event->kind != AGENT_NOTICE_PLAN) {
+		} else if (event->kind == AGENT_NOTICE_CATALOG &&
+		           event->generation > agent->considered) {
+			queue_event(agent, event); /* for that plan, which comes later */
+			continue;
+		} else if (event->kind != AGENT_NOTICE_PLAN &&
+		           event->kind != AGENT_NOTICE_CATALOG) {
 			nopfs_warning("dropped a notice of unknown kind %" PRIu32
 			              " from node %" PRIu32,
 			              event->kind, event->sender);

@@ -85,6 +85,7 @@ try:
     plan = second["replans"][-1]
     assert second["plan"] == 5 and plan["outcome"] == "planned", second["replans"]
     assert plan["kept_samples"] == 600 and plan["kept_bytes"] == ws.dataset_bytes, plan
+    assert plan["catalog"] == "kept", plan
     assert (second["job"]["epochs"], second["job"]["world_size"]) == (2, 3), second["job"]
     assert second["pfs"]["bytes"] == pfs_first, (second["pfs"], pfs_first)
     matched = second["stream"]["matched_deliveries"] - first["stream"]["matched_deliveries"]
@@ -113,6 +114,7 @@ try:
     third = wait_cached(agent, 600 + 200)
     plan = third["replans"][-1]
     assert third["plan"] == 9 and plan["kept_samples"] == 0, third["replans"]
+    assert plan["catalog"] == "built here", plan  # alone: nobody to share it with
     assert third["job"]["samples"] == 200, third["job"]
     new_bytes = third["pfs"]["bytes"] - pfs_first
     assert new_bytes == other.dataset_bytes, (new_bytes, other.dataset_bytes)

@@ -3,8 +3,8 @@
 # re-plans for each of them. Another seed and epoch count, then another task
 # layout on two of the three nodes: the same dataset keeps every cached sample
 # where it is (almost nothing read from the PFS again). Another dataset: every
-# node's agent (the one the step does not run on too) plans for it, which is
-# read from the PFS once. Back to the first dataset: planned again. Every
+# node's agent (the one the step does not run on too) plans for it, with the
+# catalog node 0 built and shared; it is read from the PFS once. Back to the first dataset: planned again. Every
 # srun reads correct data, none is told it is served unplanned, and helper
 # sruns with --nopfs-plan=no leave the plan alone. Last, a dataset without
 # samples: every agent refuses it (and keeps its plan), each node says so.
@@ -141,6 +141,11 @@ for n in range(3):
     assert len(refused[n]["replans"]) == len(back[n]["replans"]) + 1, (n, refused[n]["replans"])
     assert refused[n]["plan"] == back[n]["plan"], (n, refused[n]["plan"], back[n]["plan"])
     assert refused[n]["job"]["dataset"] == back[n]["job"]["dataset"], n
+# another dataset's catalog: built by node 0 alone and shared, never by every node
+for name in ("dataset", "back"):
+    sources = [nodes(name)[n]["replans"][-1]["catalog"] for n in range(3)]
+    assert sources == ["built here", "from node 0", "from node 0"], (name, sources)
+assert nodes("seed")[0]["replans"][-1]["catalog"] == "kept"
 kept = sum(nodes("seed")[n]["replans"][-1]["kept_samples"] for n in range(3))
 assert kept >= 600, f"the seed change kept {kept} cached samples"
 report = json.load(open(os.path.join(work, f"nopfs-{job}.json")))
