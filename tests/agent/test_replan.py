@@ -65,7 +65,7 @@ other = harness.Workspace(samples=200, classes=4)
 agent = None
 try:
     agent = harness.Agent(ws, "replan", seed=42, epochs=1, world_size=2, ranks=[0, 1],
-                          tiers=[f"ram:{ws.dataset_bytes}"], extra=["--stage-window", "16"])
+                          tiers=[f"ram:{ws.dataset_bytes}"])
     ranks = [harness.train(agent, ws, rank, 2, seed=42, epochs=1) for rank in (0, 1)]
     harness.wait_all([p for p, _ in ranks])
     checked = harness.verify(ws, [out for _, out in ranks], 600)
@@ -90,7 +90,7 @@ try:
     assert second["pfs"]["bytes"] == pfs_first, (second["pfs"], pfs_first)
     matched = second["stream"]["matched_deliveries"] - first["stream"]["matched_deliveries"]
     # (a plan for another stream would match hardly any: a window is 16 of 200 samples)
-    assert matched >= 1200 * 0.6, (matched, second["stream"])
+    assert matched >= 1200 * 0.9, (matched, second["stream"])
 
     # 2. A description with an option that is not the step's: refused, plan kept.
     step = describe(agent, 6, ["--dataset", ws.data, "--seed", "1", "--tier", "ram:1G"])
@@ -133,7 +133,8 @@ try:
     assert not agent.leftovers(), agent.leftovers()
     print(f"{checked} + {checked_other} samples correct; plan 5 kept "
           f"{final['replans'][0]['kept_samples']} cached samples in "
-          f"{final['replans'][0]['seconds']:.2f} s; plan 9 read its dataset once")
+          f"{final['replans'][0]['seconds']:.2f} s, {matched} of 1200 requests in its streams; "
+          f"plan 9 read its dataset once")
 finally:
     if agent:
         agent.kill()
