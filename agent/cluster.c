@@ -404,16 +404,36 @@ static const char no_plane_record = 0;
  * cannot be reached is likewise left to the PFS. Only a failed exchange, where
  * PMIx itself is broken, is an error.
  */
+/*
+ * The tier peers read this node's primary copies from: tier 0 when it is
+ * RAM and keeps some (every node runs the same tier list), else NULL.
+ */
+static struct tier *exposed_ram(struct agent *agent)
+{
+	struct tier *ram = agent->tiers.count ? &agent->tiers.tier[0] : NULL;
+
+	return ram && ram->kind == NOPFS_TIER_RAM && ram->primary_count ? ram : NULL;
+}
+
+/* Compute every primary's place once, before the stagers ask concurrently. */
+static void place_primaries(struct agent *agent)
+{
+	uint32_t node_unused;
+	unsigned int tier_unused;
+	uint64_t offset_unused, index_unused;
+
+	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
+	                              &offset_unused, &index_unused);
+}
+
 nopfs_status cluster_connect_peers(struct agent *agent)
 {
-	struct tier *ram = agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM
-	                           ? &agent->tiers.tier[0]
-	                           : NULL;
+	struct tier *ram = exposed_ram(agent);
 	struct peer_config config = {
 		.node = agent->bootstrap.node,
-		.ram_base = ram && ram->primary_count ? ram->base : NULL,
-		.ram_bytes = ram && ram->primary_count ? ram->bytes : 0,
-		.state_base = ram && ram->primary_count ? (void *)ram->state : NULL,
+		.ram_base = ram ? ram->base : NULL,
+		.ram_bytes = ram ? ram->bytes : 0,
+		.state_base = ram ? (void *)ram->state : NULL,
 		.state_bytes = ram ? ram->primary_count : 0,
 		.present_value = TIER_PRESENT,
 		.serve = serve_peer,
@@ -423,9 +443,7 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 		.timeout_ms = PEER_TIMEOUT_MS,
 		.slow_bytes_per_s = slow_rate(agent),
 	};
-	uint32_t node_unused, nodes = agent->bootstrap.nodes, connected = 0;
-	unsigned int tier_unused;
-	uint64_t offset_unused, index_unused;
+	uint32_t nodes = agent->bootstrap.nodes, connected = 0;
 	void *packed = NULL, **records = NULL;
 	size_t packed_length = 0, *lengths = NULL;
 	nopfs_status status;
@@ -437,9 +455,7 @@ nopfs_status cluster_connect_peers(struct agent *agent)
 		nopfs_error("no memory for the plans of %" PRIu32 " nodes", nodes);
 		return NOPFS_ERR_NOMEM;
 	}
-	/* Computes every primary's place once, before the stagers ask concurrently. */
-	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
-	                              &offset_unused, &index_unused);
+	place_primaries(agent);
 	if (peer_plane_create(&config, &agent->peers) != NOPFS_OK ||
 	    peer_record_pack(peer_plane_local_record(agent->peers), &packed, &packed_length) !=
 	            NOPFS_OK) {
@@ -549,23 +565,16 @@ void cluster_plan_notify(struct agent *agent, uint32_t generation, const char *d
 
 void cluster_expose_plan(struct agent *agent)
 {
-	struct tier *ram = agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM
-	                           ? &agent->tiers.tier[0]
-	                           : NULL;
-	bool exposed = ram && ram->primary_count;
-	uint32_t node_unused;
-	unsigned int tier_unused;
-	uint64_t offset_unused, index_unused;
+	struct tier *ram = exposed_ram(agent);
 	void *packed = NULL;
 	size_t length = 0;
 
 	if (!agent->peers)
 		return;
-	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
-	                              &offset_unused, &index_unused);
-	if (peer_plane_expose(agent->peers, exposed ? ram->base : NULL, exposed ? ram->bytes : 0,
-	                      exposed ? (void *)ram->state : NULL,
-	                      exposed ? ram->primary_count : 0) != NOPFS_OK)
+	place_primaries(agent);
+	if (peer_plane_expose(agent->peers, ram ? ram->base : NULL, ram ? ram->bytes : 0,
+	                      ram ? (void *)ram->state : NULL,
+	                      ram ? ram->primary_count : 0) != NOPFS_OK)
 		nopfs_warning("data plane: plan %" PRIu32 ": the RAM tier is not exposed: other "
 		              "nodes read what it keeps from the PFS",
 		              agent->generation);
