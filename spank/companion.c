@@ -4,9 +4,9 @@
  * prepared before fork(); the child only redirects and execs (the parent,
  * srun or slurmstepd, has threads).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "companion.h"
+#include "layout.h"
+#include "log.h"
 #include "plugin.h"
 #include "runtime.h"
 
@@ -89,30 +91,6 @@ void companion_signature(const struct step_layout *layout, char *buffer, size_t 
 	         layout->distribution);
 }
 
-/* One item of Slurm's task count list at *@cursor: "2" or "2(x3)", then ',' or the end. */
-static bool next_tasks(const char **cursor, unsigned long *tasks, unsigned long *repeat)
-{
-	char *end;
-
-	if (!isdigit((unsigned char)**cursor))
-		return false;
-	*tasks = strtoul(*cursor, &end, 10);
-	*repeat = 1;
-	if (strncmp(end, "(x", 2) == 0) {
-		if (!isdigit((unsigned char)end[2]))
-			return false;
-		*repeat = strtoul(end + 2, &end, 10);
-		if (*end++ != ')' || *repeat == 0)
-			return false;
-	}
-	if (*end == ',' && end[1] != '\0')
-		end++;
-	else if (*end != '\0')
-		return false;
-	*cursor = end;
-	return true;
-}
-
 /*
  * Where @name is among @nodes, -1 if not. The search starts at @hint: both
  * node lists are in Slurm's order, so it usually finds it there.
@@ -128,40 +106,48 @@ static long find_node(char *const *nodes, unsigned int count, const char *name, 
 	return -1;
 }
 
+/* The library's messages are not for the user here: the reason goes in @why. */
+static void drop_message(nopfs_log_level level, const char *message, void *arg)
+{
+}
+
 /* @counts[i]: the step's tasks on agent node i (see companion_step_tasks()). */
 static int place_tasks(char *const *agent_nodes, unsigned int agent_count, char *const *step_nodes,
-                       unsigned int step_count, const char *tasks_per_node, unsigned long *counts,
+                       unsigned int step_count, const char *tasks_per_node, uint32_t *counts,
                        char *why, size_t why_size)
 {
-	const char *cursor = tasks_per_node;
-	unsigned int node = 0, hint = 0;
-	unsigned long tasks, repeat;
+	uint32_t *step_counts = NULL, listed = 0;
+	unsigned int hint = 0;
+	nopfs_status status;
+	int rc = 0;
 
-	while (*cursor) {
-		if (!next_tasks(&cursor, &tasks, &repeat) || repeat > step_count - node)
-			goto malformed;
-		for (; repeat > 0; repeat--, node++) {
-			long at = find_node(agent_nodes, agent_count, step_nodes[node], hint);
+	nopfs_log_set_sink(drop_message, NULL, NOPFS_LOG_ERROR);
+	status = nopfs_layout_parse_tasks(tasks_per_node, &step_counts, &listed);
+	nopfs_log_set_sink(NULL, NULL, NOPFS_LOG_INFO);
+	if (status != NOPFS_OK || listed != step_count) {
+		snprintf(why, why_size, "its tasks per node '%s' do not fit its %u nodes",
+		         tasks_per_node, step_count);
+		free(step_counts);
+		return -1;
+	}
+	for (unsigned int node = 0; node < step_count && rc == 0; node++) {
+		long at = find_node(agent_nodes, agent_count, step_nodes[node], hint);
 
-			if (at < 0) {
-				snprintf(why, why_size, "its node %s runs no agent of the job",
-				         step_nodes[node]);
-				return -1;
-			}
-			counts[at] = tasks;
+		if (at < 0) {
+			snprintf(why, why_size, "its node %s runs no agent of the job",
+			         step_nodes[node]);
+			rc = -1;
+		} else {
+			counts[at] = step_counts[node];
 			hint = (unsigned int)at + 1;
 		}
 	}
-	if (node == step_count && step_count > 0)
-		return 0;
-malformed:
-	snprintf(why, why_size, "its tasks per node '%s' do not fit its %u nodes", tasks_per_node,
-	         step_count);
-	return -1;
+	free(step_counts);
+	return rc;
 }
 
 /* @counts in Slurm's form, a run of equal counts as "N(xK)", into @out; -1 if too long. */
-static int format_tasks(const unsigned long *counts, unsigned int count, char *out, size_t size)
+static int format_tasks(const uint32_t *counts, unsigned int count, char *out, size_t size)
 {
 	size_t used = 0;
 	unsigned int run;
@@ -173,11 +159,11 @@ static int format_tasks(const unsigned long *counts, unsigned int count, char *o
 		while (i + run < count && counts[i + run] == counts[i])
 			run++;
 		if (run > 1)
-			length = snprintf(out + used, size - used, "%s%lu(x%u)", i ? "," : "",
-			                  counts[i], run);
+			length = snprintf(out + used, size - used, "%s%" PRIu32 "(x%u)",
+			                  i ? "," : "", counts[i], run);
 		else
-			length =
-			        snprintf(out + used, size - used, "%s%lu", i ? "," : "", counts[i]);
+			length = snprintf(out + used, size - used, "%s%" PRIu32, i ? "," : "",
+			                  counts[i]);
 		if (length < 0 || (size_t)length >= size - used)
 			return -1;
 		used += (size_t)length;
@@ -190,7 +176,7 @@ int companion_step_tasks(char *const *agent_nodes, unsigned int agent_count,
                          const char *tasks_per_node, char *out, size_t size, char *why,
                          size_t why_size)
 {
-	unsigned long *counts = calloc(agent_count ? agent_count : 1, sizeof(*counts));
+	uint32_t *counts = calloc(agent_count ? agent_count : 1, sizeof(*counts));
 	int rc;
 
 	if (!counts) {
