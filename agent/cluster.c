@@ -13,6 +13,7 @@
 #include "cluster.h"
 #include "log.h"
 #include "peer.h"
+#include "readall.h"
 #include "timing.h"
 
 /* Deadline of one remote read: past it, the PFS. */
@@ -49,36 +50,15 @@ static nopfs_status write_file(const char *path, const void *data, size_t length
 /* Read all of @path (malloc'd). */
 static nopfs_status read_file(const char *path, void **data, size_t *length)
 {
-	struct stat st;
-	size_t done = 0;
-	char *buffer;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	nopfs_status status = fd < 0 ? nopfs_status_from_errno(errno)
+	                             : nopfs_read_all(fd, SIZE_MAX, data, length);
 
-	if (fd < 0 || fstat(fd, &st) != 0) {
+	if (status != NOPFS_OK)
 		nopfs_error("cannot read the shared catalog '%s': %m", path);
-		if (fd >= 0)
-			close(fd);
-		return NOPFS_ERR_IO;
-	}
-	buffer = malloc((size_t)st.st_size + 1);
-	while (buffer && done < (size_t)st.st_size) {
-		ssize_t got = read(fd, buffer + done, (size_t)st.st_size - done);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		done += (size_t)got;
-	}
-	close(fd);
-	if (!buffer || done != (size_t)st.st_size) {
-		free(buffer);
-		nopfs_error("cannot read the shared catalog '%s'", path);
-		return NOPFS_ERR_IO;
-	}
-	*data = buffer;
-	*length = done;
-	return NOPFS_OK;
+	if (fd >= 0)
+		close(fd);
+	return status;
 }
 
 /* Node 0: build the catalog and, with a share directory, publish it there. */

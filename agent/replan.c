@@ -41,6 +41,7 @@
 #include "cluster.h"
 #include "log.h"
 #include "peer.h"
+#include "readall.h"
 #include "timing.h"
 
 #define STEP_FILE_MAX 65536
@@ -113,8 +114,10 @@ static char *wait_notice(struct agent *agent, uint32_t kind, uint32_t generation
 /* Read the step file @name of the runtime directory (malloc'd text), NULL on error. */
 static char *read_step_file(struct agent *agent, const char *name)
 {
-	char path[PATH_MAX + 64], *text;
-	ssize_t length;
+	char path[PATH_MAX + 64];
+	void *text = NULL;
+	size_t length;
+	nopfs_status status;
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", agent->options.runtime_dir, name);
@@ -123,16 +126,11 @@ static char *read_step_file(struct agent *agent, const char *name)
 		nopfs_error("step description '%s': %m", path);
 		return NULL;
 	}
-	text = malloc(STEP_FILE_MAX + 1);
-	length = text ? read(fd, text, STEP_FILE_MAX + 1) : -1;
+	status = nopfs_read_all(fd, STEP_FILE_MAX, &text, &length);
 	close(fd);
-	if (length < 0 || length > STEP_FILE_MAX) {
+	if (status != NOPFS_OK)
 		nopfs_error("step description '%s': %s", path,
-		            length < 0 ? "cannot read it" : "too long");
-		free(text);
-		return NULL;
-	}
-	text[length] = '\0';
+		            status == NOPFS_ERR_RANGE ? "too long" : "cannot read it");
 	return text;
 }
 

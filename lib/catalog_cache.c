@@ -33,6 +33,7 @@
 
 #include "catalog_internal.h"
 #include "log.h"
+#include "readall.h"
 
 #define CACHE_MAGIC       "NOPFSCCH"
 #define CACHE_VERSION     1
@@ -271,8 +272,7 @@ out_free_bytes:
 static bool read_file(const char *path, uint8_t **data, size_t *length)
 {
 	struct stat st;
-	size_t done = 0;
-	uint8_t *buffer;
+	void *buffer;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -293,29 +293,10 @@ static bool read_file(const char *path, uint8_t **data, size_t *length)
 		close(fd);
 		return false;
 	}
-	if ((uint64_t)st.st_size > SIZE_MAX - 1) {
-		errno = EFBIG;
+	if (nopfs_read_all(fd, SIZE_MAX, &buffer, length) != NOPFS_OK)
 		goto out_warn;
-	}
-	buffer = malloc((size_t)st.st_size + 1);
-	if (!buffer)
-		goto out_warn;
-	while (done < (size_t)st.st_size) {
-		ssize_t n = read(fd, buffer + done, (size_t)st.st_size - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO; /* shrank while being read */
-			free(buffer);
-			goto out_warn;
-		}
-		done += (size_t)n;
-	}
 	close(fd);
 	*data = buffer;
-	*length = done;
 	return true;
 
 out_warn:
