@@ -5,20 +5,20 @@
 #include <jansson.h>
 #include <signal.h>
 
-#include "bench.h"
+#include "probe/probe.h"
 #include "bootstrap.h"
 #include "job.h"
 #include "options.h"
-#include "prefetch.h"
-#include "server.h"
-#include "stage.h"
+#include "stage/prefetch.h"
+#include "serve/server.h"
+#include "stage/stage.h"
 #include "stats.h"
-#include "tier.h"
-#include "watch.h"
+#include "tier/tier.h"
+#include "serve/watch.h"
 
 enum agent_phase {
 	PHASE_CATALOG,
-	PHASE_BENCHMARK,
+	PHASE_PROBE,
 	PHASE_PLAN,
 	PHASE_TIERS,
 	PHASE_SERVE, /* from ready to the stop signal */
@@ -30,7 +30,7 @@ struct agent {
 	struct agent_options options;
 	struct bootstrap bootstrap;
 	struct job job;
-	struct bench_result bench;
+	struct probe_result probe;
 	struct nopfs_node_tiers node_tiers;
 	struct tier_set tiers;
 	struct peer_plane *peers; /* the other nodes' agents (NULL: none) */
@@ -67,7 +67,7 @@ void agent_serve_stop(struct agent *agent);
 /* main.c: publish "PID GENERATION" in the ready file. */
 nopfs_status agent_publish_ready(struct agent *agent);
 
-/* main.c: prefetch threads per tier from the benchmark. */
+/* main.c: prefetch threads per tier from the probe. */
 void agent_choose_threads(struct agent *agent);
 
 /*

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "bootstrap.h"
-#include "log.h"
+#include "common/log.h"
 
 /* The k-th exchange's key; a key put again would not replace what the others cached. */
 #define RECORD_KEY_FORMAT "nopfs.agent.record.%u"

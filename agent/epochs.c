@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "epochs.h"
-#include "log.h"
+#include "common/log.h"
 
 nopfs_status epoch_map_compute(const struct nopfs_sampler *sampler, uint32_t epoch,
                                struct epoch_map *map)

@@ -7,8 +7,8 @@
 
 #include <stdint.h>
 
-#include "sampler.h"
-#include "status.h"
+#include "plan/sampler.h"
+#include "common/status.h"
 
 #define EPOCH_SLOTS 4
 

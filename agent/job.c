@@ -5,8 +5,8 @@
 #include <time.h>
 
 #include "job.h"
-#include "log.h"
-#include "units.h"
+#include "common/log.h"
+#include "common/units.h"
 
 static double seconds_since(const struct timespec *start)
 {

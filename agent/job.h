@@ -9,11 +9,11 @@
 
 #include <stdint.h>
 
-#include "catalog.h"
-#include "layout.h"
+#include "catalog/catalog.h"
+#include "plan/layout.h"
 #include "options.h"
-#include "placement.h"
-#include "sampler.h"
+#include "plan/placement.h"
+#include "plan/sampler.h"
 #include "stats.h"
 
 struct job {

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "log.h"
-#include "peer.h"
+#include "common/log.h"
+#include "peer/peer.h"
 #include "report/report.h"
 #include "timing.h"
 

@@ -17,10 +17,10 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "cluster.h"
-#include "log.h"
+#include "team.h"
+#include "common/log.h"
 #include "pfs.h"
-#include "runtime.h"
+#include "task/runtime.h"
 #include "timing.h"
 
 /* ------------------------------------------------------------------------
@@ -185,22 +185,22 @@ static void resolve_tiers(struct agent *agent)
 }
 
 /* Measure the tiers and the PFS on a spread of the dataset's files. */
-static nopfs_status phase_benchmark(struct agent *agent)
+static nopfs_status phase_probe(struct agent *agent)
 {
 	enum { PROBES = 64 };
 	const struct job *job = &agent->job;
 	uint64_t count = job->sampler.count < PROBES ? job->sampler.count : PROBES;
-	struct bench_file files[PROBES];
+	struct probe_file files[PROBES];
 	char paths[PROBES][4096];
-	struct bench_config config = {
+	struct probe_config config = {
 		.tiers = &agent->options.tiers,
 		.files = files,
 		.file_count = count,
 		.mean_sample_size = job->dataset_bytes / job->sampler.count,
-		.budget_seconds = agent->options.bench_budget,
+		.budget_seconds = agent->options.probe_budget,
 		.max_threads = 8,
-		.cache_dir = agent->options.bench_cache[0] ? agent->options.bench_cache : NULL,
-		.max_age_seconds = agent->options.bench_max_age,
+		.cache_dir = agent->options.probe_cache[0] ? agent->options.probe_cache : NULL,
+		.max_age_seconds = agent->options.probe_max_age,
 		.seed = 1,
 		.dataset_root = agent->options.dataset_root,
 	};
@@ -214,18 +214,18 @@ static nopfs_status phase_benchmark(struct agent *agent)
 		status = pfs_sample_path(job->catalog, sample, paths[i], sizeof(paths[i]));
 		if (status != NOPFS_OK)
 			return status;
-		files[i] = (struct bench_file){ .path = paths[i],
+		files[i] = (struct probe_file){ .path = paths[i],
 			                        .size = nopfs_catalog_size(job->catalog, sample) };
 	}
-	if (agent->options.bench_budget <= 0)
+	if (agent->options.probe_budget <= 0)
 		return NOPFS_OK; /* measuring disabled: tiers keep one thread each */
-	status = bench_run(&config, &agent->bench);
+	status = probe_run(&config, &agent->probe);
 	if (status != NOPFS_OK)
 		return status;
-	agent_count(&agent->stats.pfs_read, agent->bench.pfs_bytes_read);
-	agent->stats.bench_pfs_read.bytes = agent->bench.pfs_bytes_read;
-	nopfs_info("benchmark: %s in %.2f s", agent->bench.from_cache ? "from cache" : "measured",
-	           agent->bench.seconds);
+	agent_count(&agent->stats.pfs_read, agent->probe.pfs_bytes_read);
+	agent->stats.probe_pfs_read.bytes = agent->probe.pfs_bytes_read;
+	nopfs_info("probe: %s in %.2f s", agent->probe.from_cache ? "from cache" : "measured",
+	           agent->probe.seconds);
 	return NOPFS_OK;
 }
 
@@ -234,11 +234,11 @@ void agent_choose_threads(struct agent *agent)
 {
 	struct nopfs_model model = { .tiers = agent->options.tiers.count };
 
-	if (agent->options.bench_budget <= 0)
+	if (agent->options.probe_budget <= 0)
 		return;
-	bench_fill_model(&agent->bench, &agent->options.tiers, &model);
+	probe_fill_model(&agent->probe, &agent->options.tiers, &model);
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
-		unsigned int threads = agent->bench.pfs_threads ? agent->bench.pfs_threads : 1;
+		unsigned int threads = agent->probe.pfs_threads ? agent->probe.pfs_threads : 1;
 
 		if (model.tier[t].threads && model.tier[t].threads < threads)
 			threads = model.tier[t].threads;
@@ -275,7 +275,7 @@ static void node_paths(struct agent *agent)
 static nopfs_status phase_plan(struct agent *agent)
 {
 	struct nopfs_node_tiers *tiers;
-	nopfs_status status = cluster_exchange(agent, &tiers);
+	nopfs_status status = team_exchange(agent, &tiers);
 
 	if (status != NOPFS_OK)
 		return status;
@@ -323,8 +323,8 @@ nopfs_status agent_serve_start(struct agent *agent)
 	if (status != NOPFS_OK)
 		goto out_stage;
 	if (agent->peers) {
-		stage_use_remote(&agent->stage, cluster_read_from_peer, agent);
-		tier_set_use_remote(&agent->tiers, cluster_read_from_peer, agent);
+		stage_use_remote(&agent->stage, team_read_from_peer, agent);
+		tier_set_use_remote(&agent->tiers, team_read_from_peer, agent);
 	}
 	status = watch_start(&agent->watch, &agent->stage, options->stage_dir);
 	if (status != NOPFS_OK)
@@ -449,12 +449,12 @@ int main(int argc, char **argv)
 	node_paths(&agent);
 	if (job_layout(&agent.job, options, agent.bootstrap.node,
 	               agent.bootstrap.active ? agent.bootstrap.nodes : 0) != NOPFS_OK ||
-	    cluster_catalog(&agent) != NOPFS_OK)
+	    team_catalog(&agent) != NOPFS_OK)
 		goto out_job;
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
-	if (phase_benchmark(&agent) != NOPFS_OK)
+	if (phase_probe(&agent) != NOPFS_OK)
 		goto out_job;
-	agent.phase_seconds[PHASE_BENCHMARK] = phase_end(&clock);
+	agent.phase_seconds[PHASE_PROBE] = phase_end(&clock);
 	resolve_tiers(&agent);
 	if (phase_plan(&agent) != NOPFS_OK)
 		goto out_job;
@@ -465,7 +465,7 @@ int main(int argc, char **argv)
 	agent_choose_threads(&agent);
 	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
 
-	if (cluster_connect_peers(&agent) != NOPFS_OK)
+	if (team_connect_peers(&agent) != NOPFS_OK)
 		goto out_tiers;
 	if (agent_serve_start(&agent) != NOPFS_OK)
 		goto out_report;
@@ -490,11 +490,11 @@ out_report:
 	if (agent.job.catalog && job_report_write(&agent) != NOPFS_OK)
 		rc = 1;
 out_tiers:
-	cluster_disconnect_peers(&agent);
+	team_disconnect_peers(&agent);
 	tier_set_destroy(&agent.tiers);
 out_job:
 	job_fini(&agent.job);
-	cluster_fini(&agent);
+	team_fini(&agent);
 	agent_replan_fini(&agent);
 	bootstrap_fini(&agent.bootstrap);
 out_dirs:

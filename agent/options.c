@@ -9,9 +9,9 @@
 
 #include "bootstrap.h"
 #include "options.h"
-#include "layout.h"
-#include "log.h"
-#include "units.h"
+#include "plan/layout.h"
+#include "common/log.h"
+#include "common/units.h"
 
 static const char usage_text[] =
         "Usage: nopfs-agent --dataset DIR --world-size W --ranks LIST [options]\n"
@@ -49,10 +49,10 @@ static const char usage_text[] =
         "  --stage-window N       samples staged ahead per rank (default 256)\n"
         "  --stage-threads N      staging threads (default 2)\n"
         "  --serve-timeout-ms MS  longest wait for one requested sample (default 5000)\n"
-        "Self-benchmark:\n"
-        "  --bench-budget SEC     time for measuring tiers and PFS (default 3)\n"
-        "  --bench-cache DIR      reuse measurements younger than --bench-max-age\n"
-        "  --bench-max-age SEC    (default 86400)\n"
+        "Self-probe:\n"
+        "  --probe-budget SEC     time for measuring tiers and PFS (default 3)\n"
+        "  --probe-cache DIR      reuse measurements younger than --probe-max-age\n"
+        "  --probe-max-age SEC    (default 86400)\n"
         "Multi-node (the agents are the tasks of their own step, one per node):\n"
         "  --bootstrap MODE       pmix, or none (one node alone); default: pmix when\n"
         "                         started with a PMIx server, else none\n"
@@ -97,9 +97,9 @@ enum {
 	OPT_STAGE_WINDOW,
 	OPT_STAGE_THREADS,
 	OPT_SERVE_TIMEOUT,
-	OPT_BENCH_BUDGET,
-	OPT_BENCH_CACHE,
-	OPT_BENCH_MAX_AGE,
+	OPT_PROBE_BUDGET,
+	OPT_PROBE_CACHE,
+	OPT_PROBE_MAX_AGE,
 	OPT_BOOTSTRAP,
 	OPT_STEP_TASKS,
 	OPT_STEP_DISTRIBUTION,
@@ -133,9 +133,9 @@ static const struct option long_options[] = {
 	{ "stage-window", required_argument, NULL, OPT_STAGE_WINDOW },
 	{ "stage-threads", required_argument, NULL, OPT_STAGE_THREADS },
 	{ "serve-timeout-ms", required_argument, NULL, OPT_SERVE_TIMEOUT },
-	{ "bench-budget", required_argument, NULL, OPT_BENCH_BUDGET },
-	{ "bench-cache", required_argument, NULL, OPT_BENCH_CACHE },
-	{ "bench-max-age", required_argument, NULL, OPT_BENCH_MAX_AGE },
+	{ "probe-budget", required_argument, NULL, OPT_PROBE_BUDGET },
+	{ "probe-cache", required_argument, NULL, OPT_PROBE_CACHE },
+	{ "probe-max-age", required_argument, NULL, OPT_PROBE_MAX_AGE },
 	{ "bootstrap", required_argument, NULL, OPT_BOOTSTRAP },
 	{ "step-tasks", required_argument, NULL, OPT_STEP_TASKS },
 	{ "step-distribution", required_argument, NULL, OPT_STEP_DISTRIBUTION },
@@ -336,12 +336,12 @@ static bool parse_option(int option, const char *value, struct agent_options *c)
 			return false;
 		c->serve_timeout_ms = (unsigned int)number;
 		return true;
-	case OPT_BENCH_BUDGET:
-		return parse_seconds("bench-budget", value, 600, &c->bench_budget);
-	case OPT_BENCH_CACHE:
-		return copy_path("bench-cache", value, c->bench_cache, sizeof(c->bench_cache));
-	case OPT_BENCH_MAX_AGE:
-		return parse_seconds("bench-max-age", value, 1e9, &c->bench_max_age);
+	case OPT_PROBE_BUDGET:
+		return parse_seconds("probe-budget", value, 600, &c->probe_budget);
+	case OPT_PROBE_CACHE:
+		return copy_path("probe-cache", value, c->probe_cache, sizeof(c->probe_cache));
+	case OPT_PROBE_MAX_AGE:
+		return parse_seconds("probe-max-age", value, 1e9, &c->probe_max_age);
 	case OPT_BOOTSTRAP:
 		if (strcmp(value, "pmix") == 0 || strcmp(value, "none") == 0) {
 			c->bootstrap =
@@ -435,8 +435,8 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 	*config = (struct agent_options){
 		.sampler = { .shuffle = true },
 		.epochs = 1,
-		.bench_budget = 3,
-		.bench_max_age = 86400,
+		.probe_budget = 3,
+		.probe_max_age = 86400,
 		.stage_window = 256,
 		.stage_threads = 2,
 		.serve_timeout_ms = 5000,

@@ -6,11 +6,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "catalog.h"
-#include "layout.h"
-#include "sampler.h"
-#include "status.h"
-#include "tierspec.h"
+#include "catalog/catalog.h"
+#include "plan/layout.h"
+#include "plan/sampler.h"
+#include "common/status.h"
+#include "plan/tierspec.h"
 
 enum agent_bootstrap {
 	AGENT_BOOTSTRAP_AUTO = 0,
@@ -39,8 +39,8 @@ struct agent_options {
 	bool drop_node_reports;            /* remove them once merged */
 	char log_path[PATH_MAX];           /* empty: stderr */
 	bool verbose;
-	double bench_budget;        /* seconds */
-	char bench_cache[PATH_MAX]; /* empty: no cache */
+	double probe_budget;        /* seconds */
+	char probe_cache[PATH_MAX]; /* empty: no cache */
 	enum agent_bootstrap bootstrap;
 	char step_tasks[1024]; /* the training step's tasks per node */
 	nopfs_distribution step_distribution;
@@ -48,7 +48,7 @@ struct agent_options {
 	char share_dir[PATH_MAX]; /* on the PFS, for the catalog */
 	int fence_timeout;        /* seconds */
 	int hello_timeout;        /* seconds, the first fence */
-	double bench_max_age;     /* seconds */
+	double probe_max_age;     /* seconds */
 	uint32_t stage_window;    /* samples staged ahead per rank */
 	unsigned int stage_threads;
 	unsigned int serve_timeout_ms; /* how long a request may wait for its sample */

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "pfs.h"
 
 /* Reads are issued in chunks this large: big enough for any PFS. */

@@ -4,9 +4,9 @@
 
 #include <stdint.h>
 
-#include "catalog.h"
+#include "catalog/catalog.h"
 #include "stats.h"
-#include "status.h"
+#include "common/status.h"
 
 /*
  * Read all of sample @index into @buffer (at least its catalog size). The

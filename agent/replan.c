@@ -38,10 +38,10 @@
 #include <unistd.h>
 
 #include "agent.h"
-#include "cluster.h"
-#include "log.h"
-#include "peer.h"
-#include "readall.h"
+#include "team.h"
+#include "common/log.h"
+#include "peer/peer.h"
+#include "common/readall.h"
 #include "timing.h"
 
 #define STEP_FILE_MAX 65536
@@ -258,7 +258,7 @@ static nopfs_status plan_catalog(struct agent *agent, const struct agent_options
 	if (!agent->peers || options->share_dir[0] == '\0')
 		return job_open_catalog(options, catalog, &from_cache);
 	if (agent->bootstrap.node == 0)
-		return cluster_share_plan_catalog(agent, options, generation, catalog);
+		return team_share_plan_catalog(agent, options, generation, catalog);
 	*source = "from node 0";
 	path = wait_notice(agent, AGENT_NOTICE_CATALOG, generation, options->fence_timeout);
 	if (!path) {
@@ -270,7 +270,7 @@ static nopfs_status plan_catalog(struct agent *agent, const struct agent_options
 		nopfs_error("plan %" PRIu32 ": node 0 could not catalog the dataset", generation);
 		status = NOPFS_ERR_NOT_FOUND;
 	} else {
-		status = cluster_load_catalog(path, catalog);
+		status = team_load_catalog(path, catalog);
 	}
 	free(path);
 	return status;
@@ -313,7 +313,7 @@ static nopfs_status new_job(struct agent *agent, struct agent_options *options, 
 /* Hide the old RAM tier from peers, wait for their reads, release it. */
 static void retire_tiers(struct agent *agent)
 {
-	unsigned int grace = agent->peers ? cluster_peer_grace_ms(agent) : 0;
+	unsigned int grace = agent->peers ? team_peer_grace_ms(agent) : 0;
 	struct timespec pause = { .tv_sec = grace / 1000, .tv_nsec = (grace % 1000) * 1000000L };
 
 	tier_set_hide(&agent->tiers);
@@ -395,7 +395,7 @@ static nopfs_status change_dataset(struct agent *agent, uint32_t generation,
 	take_job(agent, next, job, false);
 	agent->generation = generation;
 	pthread_rwlock_unlock(&agent->plan_lock);
-	cluster_expose_plan(agent);
+	team_expose_plan(agent);
 	agent_choose_threads(agent);
 	return NOPFS_OK;
 }
@@ -437,7 +437,7 @@ static nopfs_status replan(struct agent *agent, uint32_t generation, char *text,
 	nopfs_info("plan %" PRIu32 ": a later step asks for another %s", generation,
 	           same ? "stream" : "dataset");
 	if (local && !same)
-		cluster_plan_notify(agent, generation, description);
+		team_plan_notify(agent, generation, description);
 	status = new_job(agent, &next, same, generation, &job, &catalog_source);
 	if (status != NOPFS_OK)
 		goto refused;
@@ -497,7 +497,7 @@ static char *take_events(struct agent *agent, uint32_t *plan_generation)
 
 		events = event->next;
 		if (event->kind == AGENT_NOTICE_RECORD) {
-			cluster_apply_record(agent, event->sender, event->generation,
+			team_apply_record(agent, event->sender, event->generation,
 			                     event->payload, event->length);
 		} else if (event->kind == AGENT_NOTICE_PLAN &&
 		           event->generation > agent->considered &&

@@ -10,7 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "wire.h"
+#include "task/wire.h"
 
 #define AGENT_SOURCES 5 /* indexed by nopfs_wire_source */
 
@@ -37,7 +37,7 @@ struct agent_counter {
 struct agent_stats {
 	struct agent_counter delivered[AGENT_DELIVERIES][AGENT_SOURCES];
 	struct agent_counter pfs_read;       /* every byte read from the PFS */
-	struct agent_counter bench_pfs_read; /* of which by the self-benchmark */
+	struct agent_counter probe_pfs_read; /* of which by the probe */
 	struct agent_counter tier_filled[8]; /* samples stored per local tier */
 	struct agent_counter help_out;       /* tier samples fetched by a stager */
 	struct agent_counter staged;         /* staged copies written */

@@ -24,11 +24,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "nopfs.h"
-#include "ring.h"
-#include "runtime.h"
-#include "sampler.h"
+#include "catalog/catalog.h"
+#include "task/nopfs.h"
+#include "task/ring.h"
+#include "task/runtime.h"
+#include "plan/sampler.h"
 
 static double now(void)
 {

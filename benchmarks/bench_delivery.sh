@@ -1,7 +1,7 @@
 #!/bin/sh
 # Local delivery benchmark: an agent for one rank over a generated dataset of
 # 110 KB samples, then bench_delivery under the interposer. Prints the
-# delivery ratios and the agent's start-up time (self-benchmark + plan).
+# delivery ratios and the agent's start-up time (probe + plan).
 set -eu
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
@@ -52,7 +52,7 @@ agent_pid=
 import json, sys
 r = json.load(open(sys.argv[1]))
 p = r["phases"]
-print(f"  agent start-up: catalog {p['catalog']:.3f} s, self-benchmark {p['benchmark']:.3f} s, "
+print(f"  agent start-up: catalog {p['catalog']:.3f} s, probe {p['probe']:.3f} s, "
       f"plan {p['plan']:.3f} s, tiers {p['tiers']:.3f} s "
-      f"(benchmark + plan = {p['benchmark'] + p['plan']:.3f} s)")
+      f"(benchmark + plan = {p['probe'] + p['plan']:.3f} s)")
 PY

@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "peer.h"
-#include "peer_pipe.h"
+#include "peer/peer.h"
+#include "peer/peer_pipe.h"
 
 #define PRESENT 1
 #define SIZES   2

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
-#include "placement.h"
-#include "synthetic.h"
+#include "plan/layout.h"
+#include "plan/placement.h"
+#include "plan/synthetic.h"
 
 #define NODES 4
 

@@ -17,10 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "layout.h"
-#include "placement.h"
-#include "sampler.h"
-#include "synthetic.h"
+#include "plan/layout.h"
+#include "plan/placement.h"
+#include "plan/sampler.h"
+#include "plan/synthetic.h"
 
 struct scale_case {
 	const char *name;

@@ -3,17 +3,17 @@
 # of `srun --nopfs-dataset=...` start than those of the same plain srun
 # (they wait until every node's agent has its catalog, measurements, plan and
 # tiers), with and without the agents' benchmark cache (plugstack.conf
-# bench_cache), and the agents' own phase times from the job report.
+# probe_cache), and the agents' own phase times from the job report.
 # Figures from one run, side by side; target: <= 5 s. Needs root.
 set -euo pipefail
 # shellcheck disable=SC2034 # read by plugin_test_lib.sh
-PLUGIN_EXTRA_ARGS="bench_cache=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}/pfs/nopfs/bench-cache"
+PLUGIN_EXTRA_ARGS="probe_cache=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}/pfs/nopfs/probe-cache"
 top_srcdir=${top_srcdir:-$(dirname "$0")/..}
 top_builddir=${top_builddir:-$top_srcdir}
 # shellcheck source-path=SCRIPTDIR source=../tests/cluster/plugin_test_lib.sh
 . "$top_srcdir/tests/cluster/plugin_test_lib.sh"
-install -d -m 1777 "$PLUGIN_PREFIX/bench-cache"
-rm -rf "${PLUGIN_PREFIX:?}/bench-cache/"*
+install -d -m 1777 "$PLUGIN_PREFIX/probe-cache"
+rm -rf "${PLUGIN_PREFIX:?}/probe-cache/"*
 "$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 3000 --classes 30 >/dev/null
 chmod -R a+rX "$WORK"
 
@@ -33,7 +33,7 @@ phases() { # phases REPORT: the slowest node's catalog+benchmark+plan+tiers
 	"$PYTHON" - "$1" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
-worst = max(r["per_node"], key=lambda n: sum(n["phases"].get(k, 0) for k in ("catalog", "benchmark", "plan", "tiers")))
+worst = max(r["per_node"], key=lambda n: sum(n["phases"].get(k, 0) for k in ("catalog", "probe", "plan", "tiers")))
 p = worst["phases"]
 print(f"node {worst['node']}: catalog {p['catalog']:.2f} s, benchmark {p['benchmark']:.2f} s, "
       f"plan {p['plan']:.2f} s, tiers {p['tiers']:.2f} s")

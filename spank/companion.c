@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "companion.h"
-#include "layout.h"
-#include "log.h"
+#include "plan/layout.h"
+#include "common/log.h"
 #include "plugin.h"
-#include "runtime.h"
+#include "task/runtime.h"
 
 #define ARGS_MAX  80
 #define TIERS_MAX 8
@@ -301,8 +301,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	add(c, "--drop-node-reports");
 	add_option(c, "--share-dir", c->share);
 	add_option(c, "--log", c->log);
-	if (nopfs_config.bench_cache[0])
-		add_option(c, "--bench-cache", nopfs_config.bench_cache);
+	if (nopfs_config.probe_cache[0])
+		add_option(c, "--probe-cache", nopfs_config.probe_cache);
 	c->argv[c->argc] = NULL;
 }
 

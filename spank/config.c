@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "plugin.h"
-#include "tierspec.h"
-#include "units.h"
+#include "plan/tierspec.h"
+#include "common/units.h"
 
 #ifndef NOPFS_BINDIR
 #define NOPFS_BINDIR "/usr/bin"
@@ -118,7 +118,7 @@ static const struct config_key keys[] = {
 	{ "tiers", "a tier list such as ram:40%,ssd:200G", parse_tiers, FIELD(tiers) },
 	{ "ram_max", "a share of node memory such as 50%", parse_percent, FIELD(ram_max_percent) },
 	{ "ssd_base", "an absolute directory on node-local storage", parse_path, FIELD(ssd_base) },
-	{ "bench_cache", "an absolute directory", parse_path, FIELD(bench_cache) },
+	{ "probe_cache", "an absolute directory", parse_path, FIELD(probe_cache) },
 	{ "report_dir", "an absolute directory every node and srun see", parse_path,
 	  FIELD(report_dir) },
 	{ "ready_timeout", "seconds, 0 to 3600", parse_seconds, FIELD(ready_timeout) },

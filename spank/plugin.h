@@ -37,7 +37,7 @@ struct spank_config {
 	char tiers[1024];        /* default tier list */
 	double ram_max_percent;  /* largest share of node memory for RAM tiers */
 	char ssd_base[PATH_MAX]; /* where "ssd:SIZE" tiers go */
-	char bench_cache[PATH_MAX];
+	char probe_cache[PATH_MAX];
 	char report_dir[PATH_MAX];
 	unsigned int ready_timeout; /* seconds a step waits for its agents */
 	unsigned int report_wait;   /* seconds srun waits for the job report */

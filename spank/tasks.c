@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
-#include "runtime.h"
+#include "task/runtime.h"
 
 /*
  * How long in a row this node may have no agent process before the wait

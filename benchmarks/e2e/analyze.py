@@ -237,10 +237,10 @@ class Run:
         else:
             self.pfs_bytes = None
             self.pfs_source = "-"
-        self.benchmark_bytes = 0
-        if self.report is not None and "benchmark_bytes" in self.report:
+        self.probe_bytes = 0
+        if self.report is not None and "probe_bytes" in self.report:
             path = os.path.join(self.directory, "report.json")
-            self.benchmark_bytes = number_at(self.report, path, "benchmark_bytes", int)
+            self.probe_bytes = number_at(self.report, path, "probe_bytes", int)
 
     def source_shares(self):
         """Share of the bytes delivered by source: {key: fraction}, or None."""
@@ -377,14 +377,14 @@ def regime_targets(regime, runs, fits, why):
             targets.append(Target(regime, what, f"{measured}; does not fit ({why})", None))
         elif x_s is None:
             targets.append(Target(regime, what, "n/a (no pfs.json or report.json)", None))
-        elif nopfs.pfs_source == "pfs.json" and nopfs.benchmark_bytes:
+        elif nopfs.pfs_source == "pfs.json" and nopfs.probe_bytes:
             # The agents' self-benchmark reads a few MB per node once (an
             # admin's bench_cache keeps it for later jobs): not dataset traffic.
             S = nopfs.meta["dataset_bytes"]
-            data = (nopfs.pfs_bytes - nopfs.benchmark_bytes) / S
+            data = (nopfs.pfs_bytes - nopfs.probe_bytes) / S
             targets.append(Target(regime, what, f"{data:.3f} x S ({nopfs.pfs_source} "
                                   f"{x_s:.3f} x S less the agents' self-benchmark "
-                                  f"{nopfs.benchmark_bytes / S:.3f} x S; fits: {why})",
+                                  f"{nopfs.probe_bytes / S:.3f} x S; fits: {why})",
                                   data <= PFS_BOUND))
         else:
             targets.append(Target(regime, what, f"{x_s:.3f} x S ({nopfs.pfs_source}; "

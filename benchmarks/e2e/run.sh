@@ -1,7 +1,7 @@
 #!/bin/bash
 # The end-to-end benchmark: the same PyTorch training emulation
 # (benchmarks/e2e/train.py) run side by side on the 3-node test cluster whose
-# shared PFS is the emulated, contended one (contrib/pfs/nopfs-pfs):
+# shared PFS is the emulated, contended one (contrib/pfs-emulator/nopfs-pfs):
 #   plain   PyTorch's DataLoader + DistributedSampler reading the PFS;
 #   nopfs   the same script, unchanged, under srun --nopfs-dataset=...;
 #   noio    the same script on in-memory data (--synthetic): the no-I/O bound;
@@ -59,7 +59,7 @@ if ((QUICK)); then # the cluster test's size: one small regime, no MPI
 fi
 ((EUID == 0)) || die "must run as root (it starts the test cluster)"
 for f in nopfs-agent nopfs-report lib/.libs/libnopfs_preload.so spank/.libs/spank_nopfs.so \
-	contrib/pfs/nopfs-pfs; do
+	contrib/pfs-emulator/nopfs-pfs; do
 	[[ -e $BUILDDIR/$f ]] || die "$BUILDDIR/$f is missing: build nopfs first (make -j2)"
 done
 if ((MPI)) && [[ ! -x $BUILDDIR/benchmarks/e2e/train_mpi ]]; then
@@ -74,7 +74,7 @@ OUT=$(cd "$OUT" && pwd)
 # ---------------------------------------------------------------------------
 STATE=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}
 export NOPFS_CLUSTER_PFS_EMULATE=$PFS_OPTS
-export NOPFS_CLUSTER_PFS_TOOL=$BUILDDIR/contrib/pfs/nopfs-pfs
+export NOPFS_CLUSTER_PFS_TOOL=$BUILDDIR/contrib/pfs-emulator/nopfs-pfs
 export NOPFS_SPANK_PLUGIN=$BUILDDIR/spank/.libs/spank_nopfs.so
 # The programs live beside the PFS, not on it (every node sees the state
 # dir): the emulated PFS counts the dataset's traffic, not the software's.

@@ -37,9 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "catalog.h"
-#include "log.h"
-#include "sampler.h"
+#include "catalog/catalog.h"
+#include "common/log.h"
+#include "plan/sampler.h"
 #include "train_mpi.h"
 
 /* One rank's training state. */

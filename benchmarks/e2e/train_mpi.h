@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "sampler.h"
+#include "plan/sampler.h"
 
 #define PROGRAM "train_mpi"
 /* torchvision ImageFolder(..., is_valid_file=lambda p: p.endswith(".JPEG")) */

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "train_mpi.h"
-#include "units.h"
+#include "common/units.h"
 
 const char train_usage_text[] =
         "Usage: mpirun ... train_mpi (--data DIR | --index FILE) [OPTIONS]\n"

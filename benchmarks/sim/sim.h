@@ -16,10 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "layout.h"
-#include "model.h"
-#include "sampler.h"
-#include "status.h"
+#include "plan/layout.h"
+#include "plan/model.h"
+#include "plan/sampler.h"
+#include "common/status.h"
 
 #define SIM_MB               1e6
 #define SIM_GB               1e9

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "access.h"
-#include "log.h"
+#include "plan/access.h"
+#include "common/log.h"
 #include "sim_engine.h"
 
 static inline bool bit_get(const uint8_t *bits, uint64_t at)

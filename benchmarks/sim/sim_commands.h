@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "common/status.h"
 
 struct sim_paper_options {
 	bool fig8;

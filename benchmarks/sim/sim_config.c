@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "sim_config.h"
 
 #define MAX_RATE_MBPS 1e9 /* 1 PB/s */

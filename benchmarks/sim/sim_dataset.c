@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
-#include "parallel.h"
+#include "common/log.h"
+#include "common/parallel.h"
 #include "sim_engine.h"
-#include "synthetic.h"
+#include "plan/synthetic.h"
 
 struct replay_job {
 	struct sim_dataset *data;

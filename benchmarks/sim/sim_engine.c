@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "access.h"
-#include "log.h"
+#include "plan/access.h"
+#include "common/log.h"
 #include "sim_engine.h"
 
 struct pool {

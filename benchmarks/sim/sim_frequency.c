@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "access.h"
-#include "layout.h"
-#include "log.h"
+#include "plan/access.h"
+#include "plan/layout.h"
+#include "common/log.h"
 #include "sim_frequency.h"
 
 double sim_binomial_pmf(uint32_t n, double p, uint32_t k)

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "status.h"
+#include "common/status.h"
 
 struct sim_frequency {
 	/* Inputs. */

@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "sim.h"
 #include "sim_commands.h"
 #include "sim_frequency.h"
 #include "sim_scenarios.h"
-#include "units.h"
+#include "common/units.h"
 
 static const char usage_text[] =
         "Usage: nopfs-sim COMMAND [OPTIONS]\n"

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "sim_output.h"
 
 const struct sim_result *sim_report_result(const struct sim_report *report, enum sim_policy policy)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "sim_commands.h"
 #include "sim_output.h"
 #include "sim_scenarios.h"

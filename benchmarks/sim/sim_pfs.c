@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "sim_engine.h"
 
 nopfs_status sim_pfs_init(struct sim_pfs *pfs, const struct nopfs_model *model, uint32_t nodes,

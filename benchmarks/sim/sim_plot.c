@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "sim_output.h"
 
 extern char **environ;

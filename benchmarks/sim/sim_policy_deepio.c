@@ -18,8 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "access.h"
-#include "log.h"
+#include "plan/access.h"
+#include "common/log.h"
 #include "sim_engine.h"
 
 static nopfs_status shard_memory(const struct sim_dataset *data, const struct nopfs_model *model,

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#include "access.h"
+#include "plan/access.h"
 #include "sim_engine.h"
 
 /* Owners: the first reader in epoch 0 (stream position order). */

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "access.h"
-#include "log.h"
+#include "plan/access.h"
+#include "common/log.h"
 #include "sim_engine.h"
 
 static void keep_first_epoch(const struct sim_dataset *data, const struct nopfs_model *model,

@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "log.h"
-#include "placement.h"
+#include "common/log.h"
+#include "plan/placement.h"
 #include "sim_engine.h"
 
 static nopfs_status plan(const struct sim_dataset *data, const struct nopfs_model *model,

@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "access.h"
-#include "log.h"
+#include "plan/access.h"
+#include "common/log.h"
 #include "sim_engine.h"
 
 static nopfs_status shard_streams(const struct sim_dataset *data, struct sim_setup *setup)

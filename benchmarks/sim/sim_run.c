@@ -9,8 +9,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "log.h"
-#include "parallel.h"
+#include "common/log.h"
+#include "common/parallel.h"
 #include "sim_engine.h"
 
 static const struct {

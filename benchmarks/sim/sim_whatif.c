@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "common/log.h"
 #include "sim_commands.h"
 #include "sim_config.h"
 #include "sim_output.h"

@@ -7,7 +7,7 @@
  * A merged report is a JSON object with the keys job_id, dataset,
  * dataset_bytes, samples, epochs, world_size, nodes_expected,
  * nodes_reported, nodes_missing, pfs_bytes (read by the job, without the
- * self-benchmark), benchmark_bytes, vs_dataset (pfs_bytes / dataset_bytes),
+ * probe), probe_bytes, vs_dataset (pfs_bytes / dataset_bytes),
  * vs_naive (pfs_bytes / (epochs x dataset_bytes)), delivered (per source:
  * samples and bytes, both delivery ways), delivered_total,
  * delivered_staged (of which tasks opened a staged copy themselves), stall,

@@ -27,7 +27,7 @@ struct node_figures {
 	const char *job_id;
 	const char *dataset;
 	uint64_t samples, epochs, world_size, dataset_bytes;
-	uint64_t pfs_bytes, benchmark_bytes;
+	uint64_t pfs_bytes, probe_bytes;
 	struct count delivered[WAYS][REPORT_SOURCES];
 	uint64_t stall_requests;
 	double stall_seconds, stall_max_seconds;
@@ -147,18 +147,18 @@ static bool read_node(json_t *report, size_t input, struct node_figures *f,
 	report_uint(&keys, "job.world_size", &f->world_size);
 	report_uint(&keys, "pfs.dataset_bytes", &f->dataset_bytes);
 	report_uint(&keys, "pfs.bytes", &f->pfs_bytes);
-	report_uint(&keys, "pfs.benchmark_bytes", &f->benchmark_bytes);
+	report_uint(&keys, "pfs.probe_bytes", &f->probe_bytes);
 	report_uint(&keys, "stall.requests", &f->stall_requests);
 	report_real(&keys, "stall.seconds", &f->stall_seconds);
 	report_real(&keys, "stall.max_seconds", &f->stall_max_seconds);
 	if (!keys.ok || !read_delivered(&keys, f) || !read_fallbacks(&keys, f) ||
 	    !read_health(&keys, f) || !read_plans(&keys, f))
 		return false;
-	if (f->benchmark_bytes > f->pfs_bytes) {
+	if (f->probe_bytes > f->pfs_bytes) {
 		report_fail(error, input,
-		            "%skey 'pfs.benchmark_bytes' (%" PRIu64
+		            "%skey 'pfs.probe_bytes' (%" PRIu64
 		            ") exceeds 'pfs.bytes' (%" PRIu64 ")",
-		            who, f->benchmark_bytes, f->pfs_bytes);
+		            who, f->probe_bytes, f->pfs_bytes);
 		return false;
 	}
 	return true;
@@ -372,20 +372,20 @@ static int add_delivered(json_t *merged, const struct node_figures *f, size_t co
 
 static int add_pfs_and_stall(json_t *merged, const struct node_figures *f, size_t count)
 {
-	uint64_t bytes = 0, benchmark = 0, requests = 0;
+	uint64_t bytes = 0, probe = 0, requests = 0;
 	double seconds = 0, max_seconds = 0;
 	double dataset = (double)f[0].dataset_bytes, naive = dataset * (double)f[0].epochs;
 
 	for (size_t i = 0; i < count; i++) {
-		bytes += f[i].pfs_bytes - f[i].benchmark_bytes;
-		benchmark += f[i].benchmark_bytes;
+		bytes += f[i].pfs_bytes - f[i].probe_bytes;
+		probe += f[i].probe_bytes;
 		requests += f[i].stall_requests;
 		seconds += f[i].stall_seconds;
 		if (f[i].stall_max_seconds > max_seconds)
 			max_seconds = f[i].stall_max_seconds;
 	}
 	return json_object_set_new(merged, "pfs_bytes", json_integer((json_int_t)bytes)) |
-	       json_object_set_new(merged, "benchmark_bytes", json_integer((json_int_t)benchmark)) |
+	       json_object_set_new(merged, "probe_bytes", json_integer((json_int_t)probe)) |
 	       json_object_set_new(merged, "vs_dataset",
 	                           json_real(dataset > 0 ? (double)bytes / dataset : 0)) |
 	       json_object_set_new(merged, "vs_naive",

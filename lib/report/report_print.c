@@ -22,7 +22,7 @@ struct summary {
 	const char *job_id;
 	uint64_t samples, dataset_bytes, epochs, nodes_expected;
 	const json_t *reported, *problems;
-	uint64_t pfs_bytes, benchmark_bytes;
+	uint64_t pfs_bytes, probe_bytes;
 	double vs_dataset, vs_naive;
 	uint64_t delivered[REPORT_SOURCES], delivered_total, delivered_staged;
 	uint64_t stall_requests;
@@ -50,7 +50,7 @@ static bool read_summary(const json_t *merged, struct summary *s, struct nopfs_r
 	report_uint(&keys, "nodes_expected", &s->nodes_expected);
 	report_array(&keys, "nodes_reported", &s->reported);
 	report_uint(&keys, "pfs_bytes", &s->pfs_bytes);
-	report_uint(&keys, "benchmark_bytes", &s->benchmark_bytes);
+	report_uint(&keys, "probe_bytes", &s->probe_bytes);
 	report_real(&keys, "vs_dataset", &s->vs_dataset);
 	report_real(&keys, "vs_naive", &s->vs_naive);
 	for (int source = 0; source < REPORT_SOURCES; source++) {
@@ -143,9 +143,9 @@ int nopfs_report_print_summary(const json_t *merged, FILE *out)
 	        format_bytes(s.dataset_bytes, size, sizeof(size)), s.epochs);
 	fprintf(out,
 	        "nopfs: PFS read %s = %.2f x dataset (naive loader: %.2f x dataset, so %.2f x "
-	        "naive); self-benchmark read %s more\n",
+	        "naive); probe read %s more\n",
 	        format_bytes(s.pfs_bytes, size, sizeof(size)), s.vs_dataset, (double)s.epochs,
-	        s.vs_naive, format_bytes(s.benchmark_bytes, more, sizeof(more)));
+	        s.vs_naive, format_bytes(s.probe_bytes, more, sizeof(more)));
 	if (s.replans)
 		fprintf(out,
 		        "nopfs: the agents planned for %" PRIu64 " later step%s with other options "

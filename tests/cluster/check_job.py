@@ -1,14 +1,14 @@
 """Check a nopfs job on the test cluster: every sample the ranks read (the
-lines tests/agent/train.py writes) has the dataset's bytes, and, given the
+lines tests/agent/system/train_script.py writes) has the dataset's bytes, and, given the
 job report, that it accounts for them.
 
 usage: check_job.py --data DIR --outs GLOB --samples N [--report FILE] [--pfs-bound X]
                     [--pfs-watch FILE]
 --pfs-bound (x dataset, default 1.5) applies when no peer failed. --pfs-watch:
 pfs_watch.py's independent count of the dataset's reads, which must agree
-with the agents' own (job reads plus self-benchmark) within 1%; of the
-self-benchmark, it may see one node's share only: the agents start together,
-their benchmarks open the same files at the same moments, and inotify(7)
+with the agents' own (job reads plus probe) within 1%; of the
+probe, it may see one node's share only: the agents start together,
+their probes open the same files at the same moments, and inotify(7)
 merges identical events that follow each other unread.
 """
 import argparse
@@ -62,13 +62,13 @@ if failures == 0:
 watched = ""
 if args.pfs_watch:
     watch = json.load(open(args.pfs_watch))
-    agents = pfs + report["benchmark_bytes"]
-    fewest = pfs + report["benchmark_bytes"] / max(1, len(report["per_node"]))
+    agents = pfs + report["probe_bytes"]
+    fewest = pfs + report["probe_bytes"] / max(1, len(report["per_node"]))
     assert 0.99 * fewest <= watch["bytes"] <= 1.01 * agents, (
         f"inotify saw {watch['bytes']} bytes opened on the PFS, the agents report {agents} "
-        f"({pfs} for the job, {report['benchmark_bytes']} for the self-benchmark)")
+        f"({pfs} for the job, {report['probe_bytes']} for the probe)")
     watched = (f"; inotify independently: {watch['opens']} opens, "
-               f"{(watch['bytes'] - report['benchmark_bytes']) / S:.2f} x S for the job")
+               f"{(watch['bytes'] - report['probe_bytes']) / S:.2f} x S for the job")
 print(f"ok - {checked} samples correct; {nodes} nodes reported; PFS read {pfs / S:.2f} x S "
       f"({report['vs_naive']:.2f} x the naive loader){watched}; {failures} peer failures; "
       f"problems: {report['problems'] or 'none'}")

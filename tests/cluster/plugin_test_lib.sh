@@ -82,7 +82,7 @@ nothing_left() {
 # job_dataset SAMPLES CLASSES: $WORK/data (~100 KB samples) and $WORK/train.py,
 # readable by the test user
 job_dataset() {
-	cp "$SRCDIR/tests/agent/train.py" "$WORK/"
+	cp "$SRCDIR/tests/agent/system/train_script.py" "$WORK/train.py"
 	"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples "$1" --classes "$2" \
 		--mean 100K --sd 20K >/dev/null
 	chmod -R a+rX "$WORK"

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "log.h"
+#include "common/log.h"
 
 int main(int argc, char **argv)
 {

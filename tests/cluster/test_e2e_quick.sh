@@ -3,7 +3,7 @@
 # the test cluster with the emulated, contended PFS: plain PyTorch, nopfs
 # and no I/O run the same script; the emulated PFS's own counters must show
 # plain reading the dataset once per epoch and nopfs once in all (besides
-# its agents' self-benchmark), and agree with what the agents counted.
+# its agents' probe), and agree with what the agents counted.
 # Timings are printed, not judged (a shared machine). The cluster is left
 # down. Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
@@ -48,16 +48,16 @@ plain = load("plain", "pfs.json")["bytes_read"]
 nopfs = load("nopfs", "pfs.json")["bytes_read"]
 noio = load("noio", "pfs.json")["bytes_read"]
 report = load("nopfs", "report.json")
-bench = report["benchmark_bytes"]
-agents = report["pfs_bytes"] + bench  # the merged report's pfs_bytes leave the benchmark out
+probe = report["probe_bytes"]
+agents = report["pfs_bytes"] + probe  # the merged report's pfs_bytes leave the probe out
 fails = []
 # plain reads every sample every epoch
 if not 0.99 * E * S <= plain <= 1.02 * E * S:
     fails.append(f"plain read {plain / S:.3f} x S from the PFS, expected {E} x S")
 if noio > 65536:
     fails.append(f"the no-I/O run read {noio} bytes from the PFS")
-if (nopfs - bench) > 1.02 * S:
-    fails.append(f"nopfs read {(nopfs - bench) / S:.3f} x S besides its self-benchmark")
+if (nopfs - probe) > 1.02 * S:
+    fails.append(f"nopfs read {(nopfs - probe) / S:.3f} x S besides its probe")
 # the agents' own count misses only node 0's catalog for the others (KBs)
 if abs(agents - nopfs) > 0.01 * nopfs:
     fails.append(f"the agents counted {agents} PFS bytes, the emulated PFS {nopfs}")
@@ -72,6 +72,6 @@ for f in fails:
 if fails:
     sys.exit(1)
 print(f"ok - the emulated PFS counted plain {plain / S:.3f} x S ({E} epochs), nopfs "
-      f"{nopfs / S:.3f} x S ({(nopfs - bench) / S:.3f} x S besides its self-benchmark; the "
+      f"{nopfs / S:.3f} x S ({(nopfs - probe) / S:.3f} x S besides its probe; the "
       f"agents counted {agents / S:.3f} x S), no I/O {noio} bytes")
 PY

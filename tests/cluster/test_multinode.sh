@@ -28,8 +28,8 @@ PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
 # What the nodes run must be on the PFS: each node has its own /tmp, where a
 # build tree may well be.
 mkdir -p "$WORK/bin"
-cp "$BUILDDIR/nopfs-agent" "$BUILDDIR/lib/.libs/libnopfs_preload.so" \
-	"$SRCDIR/tests/agent/train.py" "$WORK/bin/"
+cp "$BUILDDIR/nopfs-agent" "$BUILDDIR/lib/.libs/libnopfs_preload.so" "$WORK/bin/"
+cp "$SRCDIR/tests/agent/system/train_script.py" "$WORK/bin/train.py"
 chmod -R a+rX "$WORK/bin"
 "$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 1500 --classes 15 \
 	--mean 100K --sd 20K >/dev/null
@@ -56,7 +56,7 @@ set -u
 	srun --overlap -N3 -n3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 -J nopfs-agent \\
 		$WORK/bin/agent-env $WORK/bin/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 \\
 		--step-tasks '2(x3)' --tier ram:60M --share-dir $WORK --report $WORK/report-%n.json \\
-		--log $WORK/agent-%n.log --bench-budget 1 --fence-timeout 30
+		--log $WORK/agent-%n.log --probe-budget 1 --fence-timeout 30
 	rc=\$?
 	[ \$rc = 75 ] || exit \$rc
 	echo "agent step: attempt \$attempt asks to be started again"
@@ -112,7 +112,7 @@ assert delivered == checked, (
                 f"{r['connections']['watch_overflows']}, unused {r['staging']['unused_samples']}"
                 for r in reports))
 assert planned >= S, f"the nodes plan to keep {planned} of {S} bytes"
-pfs = sum(r["pfs"]["bytes"] - r["pfs"]["benchmark_bytes"] for r in reports)
+pfs = sum(r["pfs"]["bytes"] - r["pfs"]["probe_bytes"] for r in reports)
 planes = {r["node"]: r["peers"] for r in reports}
 if mode == "broken-peer":
     assert planes[1] is None, f"node 1 reports a data plane: {planes[1]}"

@@ -106,7 +106,7 @@ def nodes(name):
     assert sorted(reports) == [0, 1, 2], f"after srun {name}: node reports {sorted(reports)}"
     return reports
 def pfs(name):
-    return sum(r["pfs"]["bytes"] - r["pfs"]["benchmark_bytes"] for r in nodes(name).values())
+    return sum(r["pfs"]["bytes"] - r["pfs"]["probe_bytes"] for r in nodes(name).values())
 steps = ["first", "seed", "layout", "dataset", "back"]
 read = {s: pfs(s) - (pfs(steps[i - 1]) if i else 0) for i, s in enumerate(steps)}
 print("# PFS per srun (x its dataset): " + ", ".join(

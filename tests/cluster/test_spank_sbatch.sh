@@ -57,7 +57,7 @@ report = json.load(open(os.path.join(work, f"nopfs-{job}.json")))
 S = report["dataset_bytes"]
 nodes = [json.load(open(p)) for p in glob.glob(os.path.join(work, "after1.node-*"))]
 assert len(nodes) == 3, f"{len(nodes)} node reports after the first srun"
-first = sum(n["pfs"]["bytes"] - n["pfs"]["benchmark_bytes"] for n in nodes)
+first = sum(n["pfs"]["bytes"] - n["pfs"]["probe_bytes"] for n in nodes)
 second = report["pfs_bytes"] - first
 assert report["nodes_missing"] == [], report["nodes_missing"]
 assert report["delivered_total"]["samples"] == 2 * 1200, (

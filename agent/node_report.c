@@ -1,0 +1,193 @@
+/* The per-node report: what was served from where, and what it saved. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "common/log.h"
+#include "peer/peer.h"
+#include "probe/rdma.h"
+#include "timing.h"
+
+static const char *const source_names[AGENT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
+static const char *const phase_names[PHASES] = { "catalog", "probe", "plan",
+	                                         "tiers",   "serve",     "drain" };
+static const char *const fallback_names[AGENT_FALLBACKS] = {
+	"unknown_path", "read_error", "timeout", "stopping", "malformed",
+};
+
+static json_t *counter_json(struct agent_counter *counter)
+{
+	return json_pack("{s:I, s:I}", "samples", (json_int_t)atomic_load(&counter->count), "bytes",
+	                 (json_int_t)atomic_load(&counter->bytes));
+}
+
+static json_t *delivered_json(struct agent_stats *stats, enum agent_delivery how)
+{
+	json_t *object = json_object();
+
+	for (int s = 0; s < AGENT_SOURCES; s++)
+		json_object_set_new(object, source_names[s],
+		                    counter_json(&stats->delivered[how][s]));
+	return object;
+}
+
+static json_t *tiers_json(struct agent *agent)
+{
+	json_t *tiers = json_array();
+
+	for (unsigned int t = 0; t < agent->tiers.count; t++) {
+		const struct tier *tier = &agent->tiers.tier[t];
+
+		json_array_append_new(tiers,
+		                      json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "kind",
+		                                nopfs_tier_kind_name(tier->kind), "capacity",
+		                                (json_int_t)agent->node_tiers.capacity[t],
+		                                "planned_samples", (json_int_t)tier->count,
+		                                "planned_bytes", (json_int_t)tier->bytes, "threads",
+		                                (json_int_t)tier->threads, "filled",
+		                                counter_json(&agent->stats.tier_filled[t])));
+	}
+	return tiers;
+}
+
+/* PFS traffic against the naive loader (E x S) and the ideal (S). */
+static json_t *pfs_json(struct agent *agent)
+{
+	struct agent_stats *stats = &agent->stats;
+	double dataset = (double)agent->job.dataset_bytes;
+	double naive = dataset * agent->job.epochs;
+	uint64_t bytes = atomic_load(&stats->pfs_read.bytes);
+	uint64_t probe = atomic_load(&stats->probe_pfs_read.bytes);
+
+	return json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I}", "bytes", (json_int_t)bytes, "reads",
+	                 (json_int_t)atomic_load(&stats->pfs_read.count), "probe_bytes",
+	                 (json_int_t)probe, "vs_dataset", dataset > 0 ? (double)bytes / dataset : 0,
+	                 "vs_naive", naive > 0 ? (double)bytes / naive : 0,
+	                 "naive_bytes_per_node_share",
+	                 naive * agent->job.local_rank_count / agent->job.sampler.world_size,
+	                 "dataset_bytes", (json_int_t)agent->job.dataset_bytes);
+}
+
+static json_t *stall_json(struct agent_stats *stats)
+{
+	uint64_t requests = atomic_load(&stats->requests);
+	uint64_t stall = atomic_load(&stats->stall_ns);
+
+	return json_pack("{s:I, s:f, s:f, s:f}", "requests", (json_int_t)requests, "seconds",
+	                 (double)stall / 1e9, "max_seconds",
+	                 (double)atomic_load(&stats->stall_max_ns) / 1e9, "mean_seconds",
+	                 requests ? (double)stall / 1e9 / (double)requests : 0);
+}
+
+static json_t *stream_json(struct agent *agent)
+{
+	struct agent_stats *stats = &agent->stats;
+	json_t *stream = stream_diag_json(&agent->stage.diag, &agent->job,
+	                                  atomic_load(&stats->stream_matched));
+
+	json_object_set_new(stream, "skipped_positions",
+	                    json_integer((json_int_t)atomic_load(&stats->stream_skipped)));
+	json_object_set_new(stream, "resyncs",
+	                    json_integer((json_int_t)atomic_load(&stats->stream_resyncs)));
+	json_object_set_new(stream, "requests_after_last_epoch",
+	                    json_integer((json_int_t)atomic_load(&stats->beyond_epochs)));
+	return stream;
+}
+
+/* The data plane's figures, or null without peers. */
+static json_t *peers_json(struct agent *agent)
+{
+	struct peer_stats s;
+
+	if (!agent->peers)
+		return json_null();
+	peer_plane_stats(agent->peers, &s);
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "gets",
+	                 (json_int_t)s.gets, "get_bytes", (json_int_t)s.get_bytes, "not_present",
+	                 (json_int_t)s.not_present, "requests", (json_int_t)s.requests,
+	                 "request_bytes", (json_int_t)s.request_bytes, "not_available",
+	                 (json_int_t)s.not_available, "timeouts", (json_int_t)s.timeouts, "errors",
+	                 (json_int_t)s.errors, "served", (json_int_t)s.served, "served_bytes",
+	                 (json_int_t)s.served_bytes);
+}
+
+json_t *report_json(struct agent *agent)
+{
+	struct agent_stats *stats = &agent->stats;
+	json_t *fallbacks = json_object(), *phases = json_object(), *report;
+	char hostname[256] = "";
+
+	gethostname(hostname, sizeof(hostname) - 1);
+	for (int f = 0; f < AGENT_FALLBACKS; f++)
+		json_object_set_new(fallbacks, fallback_names[f],
+		                    json_integer((json_int_t)atomic_load(&stats->fallbacks[f])));
+	for (int p = 0; p < PHASES; p++)
+		json_object_set_new(phases, phase_names[p], json_real(agent->phase_seconds[p]));
+	report = json_pack(
+	        "{s:s, s:s, s:I, s:{s:s, s:I, s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:o, s:o, s:o, "
+	        "s:o, s:{s:I, s:I}, s:o, s:o, s:o, s:{s:I, s:I, s:I}}",
+	        "job_id", agent->options.job_id, "host", hostname, "node",
+	        (json_int_t)agent->job.node, "job", "dataset", agent->options.dataset_root,
+	        "samples", (json_int_t)agent->job.sampler.count, "epochs",
+	        (json_int_t)agent->job.epochs, "world_size",
+	        (json_int_t)agent->job.sampler.world_size, "local_ranks",
+	        (json_int_t)agent->job.local_rank_count, "per_rank",
+	        (json_int_t)agent->job.per_rank, "delivered_staged",
+	        delivered_json(stats, AGENT_DELIVERY_STAGED), "delivered_on_request",
+	        delivered_json(stats, AGENT_DELIVERY_REQUESTED), "pfs", pfs_json(agent), "stall",
+	        stall_json(stats), "fallbacks", fallbacks, "stream", stream_json(agent), "tiers",
+	        tiers_json(agent), "staging", "staged_samples",
+	        (json_int_t)atomic_load(&stats->staged.count), "unused_samples",
+	        (json_int_t)atomic_load(&stats->staged_unused.count), "help_out",
+	        counter_json(&stats->help_out), "probe", probe_to_json(&agent->probe), "phases",
+	        phases, "connections", "refused",
+	        (json_int_t)atomic_load(&stats->refused_connections), "malformed_messages",
+	        (json_int_t)atomic_load(&stats->malformed_messages), "watch_overflows",
+	        (json_int_t)atomic_load(&stats->watch_overflows));
+	if (report) {
+		json_object_set_new(report, "final", json_boolean(agent->report_final));
+		json_object_set_new(report, "peers", peers_json(agent));
+		json_object_set_new(report, "rdma", rdma_devices_json());
+		json_object_set_new(report, "plan", json_integer((json_int_t)agent->accepted));
+		json_object_set_new(report, "replans",
+		                    agent->plans ? json_deep_copy(agent->plans) : json_array());
+	}
+	return report;
+}
+
+nopfs_status report_write(struct agent *agent)
+{
+	char temporary[4200];
+	json_t *report = report_json(agent);
+	int fd;
+
+	if (!report) {
+		nopfs_error("report: cannot build the JSON");
+		return NOPFS_ERR_NOMEM;
+	}
+	snprintf(temporary, sizeof(temporary), "%s.%ld.tmp", agent->options.report_path,
+	         (long)getpid());
+	fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0 || json_dumpfd(report, fd, JSON_INDENT(2)) != 0 || fsync(fd) != 0) {
+		nopfs_error("report: cannot write '%s': %m", temporary);
+		if (fd >= 0)
+			close(fd);
+		unlink(temporary);
+		json_decref(report);
+		return NOPFS_ERR_IO;
+	}
+	close(fd);
+	json_decref(report);
+	if (rename(temporary, agent->options.report_path) != 0) {
+		nopfs_error("report: cannot rename '%s' to '%s': %m", temporary,
+		            agent->options.report_path);
+		unlink(temporary);
+		return NOPFS_ERR_IO;
+	}
+	nopfs_info("report written to %s", agent->options.report_path);
+	return NOPFS_OK;
+}

@@ -1,0 +1,448 @@
+/*
+ * The data plane: UCX context and worker, the registered regions, this
+ * agent's record, the active-message handlers and the progress thread.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "peer_internal.h"
+
+static nopfs_status context_create(struct peer_plane *plane)
+{
+	ucp_params_t params = {
+		.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME,
+		.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+		.name = "nopfs",
+	};
+	ucp_config_t *config;
+	ucs_status_t status;
+
+	status = ucp_config_read(NULL, NULL, &config);
+	if (status != UCS_OK) {
+		nopfs_error("node %u: cannot read the UCX configuration: %s", plane->config.node,
+		            ucs_status_string(status));
+		return NOPFS_ERR_INVALID;
+	}
+	/*
+	 * UCX's TCP transport connects with a blocking connect() inside
+	 * ucp_ep_create(), under the worker lock: a node that does not answer
+	 * SYNs would stall the whole plane for the kernel's connect timeout,
+	 * far past any deadline. Connect without blocking unless told.
+	 */
+	if (!getenv("UCX_TCP_CONN_NB")) {
+		status = ucp_config_modify(config, "CONN_NB", "y");
+		if (status != UCS_OK)
+			nopfs_warning("node %u: cannot set UCX_TCP_CONN_NB: %s", plane->config.node,
+			              ucs_status_string(status));
+	}
+	status = ucp_init(&params, config, &plane->context);
+	ucp_config_release(config);
+	if (status != UCS_OK) {
+		nopfs_error("node %u: cannot initialize UCX: %s", plane->config.node,
+		            ucs_status_string(status));
+		return NOPFS_ERR_UNSUPPORTED;
+	}
+	return NOPFS_OK;
+}
+
+/*
+ * A worker shared by the callers' threads and the progress thread, which
+ * sleeps on its event file descriptor.
+ */
+static nopfs_status worker_create(struct peer_plane *plane)
+{
+	ucp_worker_params_t params = {
+		.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+		.thread_mode = UCS_THREAD_MODE_MULTI,
+	};
+	ucp_worker_attr_t attr = { .field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE };
+	nopfs_status result = NOPFS_ERR_UNSUPPORTED;
+	ucs_status_t status;
+
+	status = ucp_worker_create(plane->context, &params, &plane->worker);
+	if (status != UCS_OK) {
+		nopfs_error("node %u: cannot create a UCX worker: %s", plane->config.node,
+		            ucs_status_string(status));
+		return NOPFS_ERR_IO;
+	}
+	status = ucp_worker_query(plane->worker, &attr);
+	if (status != UCS_OK || attr.thread_mode != UCS_THREAD_MODE_MULTI) {
+		nopfs_error("node %u: this UCX has no multi-threaded workers (built without "
+		            "--enable-mt?)",
+		            plane->config.node);
+		goto out_destroy_worker;
+	}
+	status = ucp_worker_get_efd(plane->worker, &plane->worker_fd);
+	if (status != UCS_OK) {
+		nopfs_error("node %u: no event descriptor for the UCX worker: %s",
+		            plane->config.node, ucs_status_string(status));
+		goto out_destroy_worker;
+	}
+	return NOPFS_OK;
+
+out_destroy_worker:
+	ucp_worker_destroy(plane->worker);
+	return result;
+}
+
+/* Register @bytes at @base for remote reads; nothing when either is zero. */
+static nopfs_status region_map(struct peer_plane *plane, void *base, size_t bytes, const char *what,
+                               ucp_mem_h *memh)
+{
+	ucp_mem_map_params_t params = {
+		.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+		              UCP_MEM_MAP_PARAM_FIELD_PROT,
+		.address = base,
+		.length = bytes,
+		.prot = UCP_MEM_MAP_PROT_LOCAL_READ | UCP_MEM_MAP_PROT_LOCAL_WRITE |
+		        UCP_MEM_MAP_PROT_REMOTE_READ,
+	};
+	ucs_status_t status;
+
+	*memh = NULL;
+	if (!base || bytes == 0)
+		return NOPFS_OK;
+	status = ucp_mem_map(plane->context, &params, memh);
+	if (status != UCS_OK) {
+		nopfs_error("node %u: cannot register its %s (%zu bytes) with UCX: %s",
+		            plane->config.node, what, bytes, ucs_status_string(status));
+		*memh = NULL;
+		return NOPFS_ERR_IO;
+	}
+	return NOPFS_OK;
+}
+
+void peer_regions_unmap(struct peer_plane *plane)
+{
+	if (plane->state_memh)
+		ucp_mem_unmap(plane->context, plane->state_memh);
+	if (plane->ram_memh)
+		ucp_mem_unmap(plane->context, plane->ram_memh);
+	plane->state_memh = plane->ram_memh = NULL;
+}
+
+nopfs_status peer_regions_map(struct peer_plane *plane)
+{
+	const struct peer_config *config = &plane->config;
+	nopfs_status status;
+
+	status = region_map(plane, config->ram_base, config->ram_bytes, "RAM arena",
+	                    &plane->ram_memh);
+	if (status != NOPFS_OK)
+		return status;
+	status = region_map(plane, config->state_base, config->state_bytes, "state array",
+	                    &plane->state_memh);
+	if (status != NOPFS_OK)
+		peer_regions_unmap(plane);
+	return status;
+}
+
+/* Packed remote keys, or none for a region not exposed (@memh NULL). */
+static nopfs_status key_pack(struct peer_plane *plane, ucp_mem_h memh, const char *what, void **key,
+                             size_t *length)
+{
+	ucs_status_t status;
+
+	*key = NULL;
+	*length = 0;
+	if (!memh)
+		return NOPFS_OK;
+	status = ucp_rkey_pack(plane->context, memh, key, length);
+	if (status != UCS_OK) {
+		nopfs_error("node %u: cannot pack the remote key of its %s: %s", plane->config.node,
+		            what, ucs_status_string(status));
+		return NOPFS_ERR_IO;
+	}
+	return NOPFS_OK;
+}
+
+/* This agent's record: address and keys copied into one plane-owned blob. */
+nopfs_status peer_record_build(struct peer_plane *plane)
+{
+	struct peer_record *record = &plane->record;
+	ucp_address_t *address;
+	void *ram_key, *state_key;
+	size_t address_length, ram_key_length, state_key_length;
+	nopfs_status result = NOPFS_ERR_IO;
+	ucs_status_t status;
+	char *blobs;
+
+	status = ucp_worker_get_address(plane->worker, &address, &address_length);
+	if (status != UCS_OK) {
+		nopfs_error("node %u: no address for the UCX worker: %s", plane->config.node,
+		            ucs_status_string(status));
+		return NOPFS_ERR_IO;
+	}
+	if (key_pack(plane, plane->ram_memh, "RAM arena", &ram_key, &ram_key_length) != NOPFS_OK)
+		goto out_release_address;
+	if (key_pack(plane, plane->state_memh, "state array", &state_key, &state_key_length) !=
+	    NOPFS_OK)
+		goto out_release_ram_key;
+	blobs = malloc(address_length + ram_key_length + state_key_length);
+	if (!blobs) {
+		nopfs_error("node %u: no memory for its record", plane->config.node);
+		result = NOPFS_ERR_NOMEM;
+		goto out_release_state_key;
+	}
+	*record = (struct peer_record){
+		.address = blobs,
+		.address_length = address_length,
+		.ram_key = ram_key ? blobs + address_length : NULL,
+		.ram_key_length = ram_key_length,
+		.state_key = state_key ? blobs + address_length + ram_key_length : NULL,
+		.state_key_length = state_key_length,
+		.ram_base = plane->ram_memh ? (uintptr_t)plane->config.ram_base : 0,
+		.state_base = plane->state_memh ? (uintptr_t)plane->config.state_base : 0,
+		.ram_bytes = plane->ram_memh ? plane->config.ram_bytes : 0,
+		.state_bytes = plane->state_memh ? plane->config.state_bytes : 0,
+	};
+	memcpy(blobs, address, address_length);
+	if (ram_key)
+		memcpy(blobs + address_length, ram_key, ram_key_length);
+	if (state_key)
+		memcpy(blobs + address_length + ram_key_length, state_key, state_key_length);
+	plane->record_blobs = blobs;
+	result = NOPFS_OK;
+
+out_release_state_key:
+	if (state_key)
+		ucp_rkey_buffer_release(state_key);
+out_release_ram_key:
+	if (ram_key)
+		ucp_rkey_buffer_release(ram_key);
+out_release_address:
+	ucp_worker_release_address(plane->worker, address);
+	return result;
+}
+
+static nopfs_status handler_set(struct peer_plane *plane, unsigned int id,
+                                ucp_am_recv_callback_t cb)
+{
+	ucp_am_handler_param_t param = {
+		.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+		              UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG,
+		.id = id,
+		.flags = UCP_AM_FLAG_WHOLE_MSG,
+		.cb = cb,
+		.arg = plane,
+	};
+	ucs_status_t status = ucp_worker_set_am_recv_handler(plane->worker, &param);
+
+	if (status != UCS_OK) {
+		nopfs_error("node %u: cannot set the UCX active-message handler %u: %s",
+		            plane->config.node, id, ucs_status_string(status));
+		return NOPFS_ERR_IO;
+	}
+	return NOPFS_OK;
+}
+
+/*
+ * Progress until the worker is idle, arm its event descriptor, sleep on it
+ * (and on the stop descriptor). Should arming fail, poll every millisecond
+ * rather than stop: gets over TCP need this thread.
+ */
+static void *progress_main(void *arg)
+{
+	struct peer_plane *plane = arg;
+	struct pollfd fds[2] = { { .fd = plane->stop_fd, .events = POLLIN },
+		                 { .fd = plane->worker_fd, .events = POLLIN } };
+	bool armed_ok = true;
+
+	for (;;) {
+		ucs_status_t status;
+		int timeout = -1;
+
+		while (ucp_worker_progress(plane->worker))
+			;
+		status = ucp_worker_arm(plane->worker);
+		if (status == UCS_ERR_BUSY)
+			continue;
+		if (status != UCS_OK) {
+			if (armed_ok)
+				nopfs_error("node %u: cannot arm the UCX worker: %s; polling",
+				            plane->config.node, ucs_status_string(status));
+			armed_ok = false;
+			timeout = 1;
+		}
+		if (poll(fds, 2, timeout) < 0 && errno != EINTR) {
+			nopfs_error("node %u: progress thread: poll: %m", plane->config.node);
+			fds[1].fd = -1; /* keep stopping possible; progress by polling */
+			armed_ok = false;
+		}
+		if (fds[0].revents)
+			break;
+	}
+	return NULL;
+}
+
+static nopfs_status progress_start(struct peer_plane *plane)
+{
+	int rc;
+
+	plane->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (plane->stop_fd < 0) {
+		nopfs_error("node %u: eventfd for the progress thread: %m", plane->config.node);
+		return nopfs_status_from_errno(errno);
+	}
+	rc = pthread_create(&plane->progress, NULL, progress_main, plane);
+	if (rc != 0) {
+		nopfs_error("node %u: cannot start the progress thread: %s", plane->config.node,
+		            strerror(rc));
+		close(plane->stop_fd);
+		return nopfs_status_from_errno(rc);
+	}
+	return NOPFS_OK;
+}
+
+static void progress_stop(struct peer_plane *plane)
+{
+	uint64_t one = 1;
+
+	if (write(plane->stop_fd, &one, sizeof(one)) != sizeof(one))
+		nopfs_error("node %u: cannot stop the progress thread: %m", plane->config.node);
+	else
+		pthread_join(plane->progress, NULL);
+	close(plane->stop_fd);
+}
+
+static bool config_is_valid(const struct peer_config *config)
+{
+	if (config->timeout_ms <= 0) {
+		nopfs_error("node %u: peer timeout %d ms is not positive", config->node,
+		            config->timeout_ms);
+		return false;
+	}
+	if ((!config->ram_base && config->ram_bytes) ||
+	    (!config->state_base && config->state_bytes)) {
+		nopfs_error("node %u: a region to expose has a length but no address",
+		            config->node);
+		return false;
+	}
+	return true;
+}
+
+static void plane_free(struct peer_plane *plane)
+{
+	pthread_mutex_destroy(&plane->replies_lock);
+	pthread_cond_destroy(&plane->deferred_ready);
+	pthread_mutex_destroy(&plane->deferred_lock);
+	pthread_mutex_destroy(&plane->pending_lock);
+	pthread_mutex_destroy(&plane->nodes_lock);
+	free(plane);
+}
+
+nopfs_status peer_plane_create(const struct peer_config *config, struct peer_plane **out)
+{
+	struct peer_plane *plane;
+	nopfs_status status;
+
+	if (!config_is_valid(config))
+		return NOPFS_ERR_INVALID;
+	plane = calloc(1, sizeof(*plane));
+	if (!plane) {
+		nopfs_error("node %u: no memory for the peer plane", config->node);
+		return NOPFS_ERR_NOMEM;
+	}
+	plane->config = *config;
+	pthread_mutex_init(&plane->nodes_lock, NULL);
+	pthread_mutex_init(&plane->pending_lock, NULL);
+	pthread_mutex_init(&plane->replies_lock, NULL);
+	pthread_mutex_init(&plane->deferred_lock, NULL);
+	pthread_cond_init(&plane->deferred_ready, NULL);
+
+	status = context_create(plane);
+	if (status != NOPFS_OK)
+		goto out_free_plane;
+	status = worker_create(plane);
+	if (status != NOPFS_OK)
+		goto out_cleanup_context;
+	status = peer_regions_map(plane);
+	if (status != NOPFS_OK)
+		goto out_destroy_worker;
+	status = peer_record_build(plane);
+	if (status != NOPFS_OK)
+		goto out_unmap_regions;
+	status = handler_set(plane, PEER_AM_REQUEST, peer_serve_request);
+	if (status == NOPFS_OK)
+		status = handler_set(plane, PEER_AM_RESPONSE, peer_fetch_answered);
+	if (status == NOPFS_OK)
+		status = handler_set(plane, PEER_AM_NOTICE, peer_notice_received);
+	if (status == NOPFS_OK)
+		status = peer_answerer_start(plane);
+	if (status != NOPFS_OK)
+		goto out_free_record;
+	status = progress_start(plane);
+	if (status != NOPFS_OK)
+		goto out_stop_answerer;
+	*out = plane;
+	return NOPFS_OK;
+
+out_stop_answerer:
+	atomic_store(&plane->stopping, true);
+	peer_answerer_stop(plane);
+out_free_record:
+	free(plane->record_blobs);
+out_unmap_regions:
+	peer_regions_unmap(plane);
+out_destroy_worker:
+	ucp_worker_destroy(plane->worker);
+out_cleanup_context:
+	ucp_cleanup(plane->context);
+out_free_plane:
+	plane_free(plane);
+	return status;
+}
+
+const struct peer_record *peer_plane_local_record(struct peer_plane *plane)
+{
+	return &plane->record;
+}
+
+nopfs_status peer_plane_connect(struct peer_plane *plane, uint32_t node,
+                                const struct peer_record *record)
+{
+	return peer_node_connect(plane, node, record);
+}
+
+void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats)
+{
+	const struct peer_counters *c = &plane->counters;
+
+	*stats = (struct peer_stats){
+		.gets = atomic_load_explicit(&c->gets, memory_order_relaxed),
+		.get_bytes = atomic_load_explicit(&c->get_bytes, memory_order_relaxed),
+		.not_present = atomic_load_explicit(&c->not_present, memory_order_relaxed),
+		.requests = atomic_load_explicit(&c->requests, memory_order_relaxed),
+		.request_bytes = atomic_load_explicit(&c->request_bytes, memory_order_relaxed),
+		.not_available = atomic_load_explicit(&c->not_available, memory_order_relaxed),
+		.timeouts = atomic_load_explicit(&c->timeouts, memory_order_relaxed),
+		.errors = atomic_load_explicit(&c->errors, memory_order_relaxed),
+		.served = atomic_load_explicit(&c->served, memory_order_relaxed),
+		.served_bytes = atomic_load_explicit(&c->served_bytes, memory_order_relaxed),
+	};
+}
+
+/*
+ * The endpoints are closed before the worker goes; answers still in flight
+ * are completed by the worker's destruction, and return their buffers.
+ */
+void peer_plane_destroy(struct peer_plane *plane)
+{
+	if (!plane)
+		return;
+	atomic_store(&plane->stopping, true);
+	peer_answerer_stop(plane); /* may still need progress to send its answer */
+	progress_stop(plane);
+	peer_nodes_destroy(plane);
+	free(plane->record_blobs);
+	peer_regions_unmap(plane);
+	ucp_worker_destroy(plane->worker);
+	peer_serve_destroy(plane);
+	ucp_cleanup(plane->context);
+	plane_free(plane);
+}

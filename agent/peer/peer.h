@@ -1,0 +1,205 @@
+/*
+ * The data plane between the agents of a job: UCX (on InfiniBand/RoCE it
+ * drives RDMA READ through libibverbs; here it runs over TCP).
+ *
+ * Each agent registers its RAM tier arena and the per-sample state array of
+ * that tier with UCX (ucp_mem_map) and publishes, through PMIx, its worker
+ * address and the packed keys of both regions. A peer then reads a sample in
+ * two one-sided gets: the state byte (is it present yet?) and, if present,
+ * the bytes. Samples a peer keeps elsewhere (SSD tier) are asked for with a
+ * request/response exchange (active messages) that the owner answers from
+ * its serve callback, or with "not available" when it has not fetched it.
+ * A progress thread keeps UCX moving (over TCP, gets are emulated with
+ * active messages and hang without progress). Every remote operation has a
+ * deadline; past it, or on any error, the caller falls back to the PFS.
+ *
+ * When the agents change plans (another dataset), sample numbers change
+ * meaning: requests carry the plan's generation, an agent exposes the RAM
+ * tier of its new plan, and the agents tell one another through notices.
+ *
+ * A node whose operation timed out or whose connection failed is "down" for
+ * one deadline (timeout_ms): operations on it fail at once with NOPFS_ERR_IO
+ * instead of each waiting out a deadline; the next one after that reconnects.
+ *
+ * Threads: get, fetch, connect and stats may be called concurrently from any
+ * threads; destroy only once they have all returned.
+ */
+#ifndef NOPFS_AGENT_PEER_H
+#define NOPFS_AGENT_PEER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/status.h"
+
+struct peer_plane;
+
+/*
+ * Answer a peer's request for @sample: copy its bytes into @buffer (room for
+ * @size bytes) and return NOPFS_OK; NOPFS_ERR_AGAIN when this agent keeps
+ * the sample but has not fetched it yet (the plane then answers later, from
+ * a thread of its own, through the fill callback); NOPFS_ERR_NOT_FOUND when
+ * it does not keep it. Called from the progress thread: must not block for
+ * long (the plane answers nothing else meanwhile) and must not call
+ * peer_plane_*() functions.
+ */
+typedef nopfs_status (*peer_serve_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size);
+
+/*
+ * Fetch @sample, which serve said this agent keeps but does not have yet,
+ * and copy its @size bytes into @buffer (e.g. read it from the PFS into the
+ * tier that keeps it). May block until @deadline_ns (CLOCK_MONOTONIC ns),
+ * then must fail: the asker is answered "not available" while it still
+ * waits, and reads the sample itself without giving up on this node. Called
+ * from the plane's answering thread.
+ */
+typedef nopfs_status (*peer_fill_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size,
+                                     uint64_t deadline_ns);
+
+/*
+ * A notice from the agent of node @sender (see peer_plane_notify()): @kind,
+ * @generation and @length bytes of @payload, valid during the call only.
+ * Called from the progress thread: must copy what it keeps and return.
+ */
+typedef void (*peer_notice_fn)(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
+                               const void *payload, size_t length);
+
+struct peer_config {
+	uint32_t node;  /* this agent's node index, for messages */
+	void *ram_base; /* RAM tier arena to expose; may be NULL */
+	size_t ram_bytes;
+	void *state_base; /* per-sample state bytes of that tier; may be NULL */
+	size_t state_bytes;
+	uint8_t present_value; /* a state byte equal to this means "present" */
+	peer_serve_fn serve;   /* for requests; may be NULL (answers "not available") */
+	peer_fill_fn fill;     /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
+	peer_notice_fn notice; /* for notices; may be NULL (dropped) */
+	void *serve_arg;       /* of the three */
+	int timeout_ms;        /* deadline of every remote operation, > 0 */
+	/*
+	 * Plus the operation's bytes at this rate (bytes/s; 0: nothing more): a
+	 * large sample the holder first reads from a contended PFS takes longer.
+	 */
+	double slow_bytes_per_s;
+};
+
+/* An operation's deadline in ms from now: timeout_ms plus @size at the slow rate. */
+int peer_deadline_ms(const struct peer_config *config, uint64_t size);
+
+/*
+ * What one agent publishes so that others can reach it (opaque bytes). A
+ * region is exposed (has a key) if and only if its length is not zero.
+ */
+struct peer_record {
+	void *address; /* UCX worker address */
+	size_t address_length;
+	void *ram_key; /* packed remote key of the RAM arena (NULL if none) */
+	size_t ram_key_length;
+	void *state_key; /* packed remote key of the state array (NULL if none) */
+	size_t state_key_length;
+	uint64_t ram_base; /* remote virtual addresses of the regions */
+	uint64_t state_base;
+	uint64_t ram_bytes; /* their lengths: reads are checked against them */
+	uint64_t state_bytes;
+};
+
+/* Statistics of the plane, for the report. */
+struct peer_stats {
+	uint64_t gets, get_bytes;         /* successful one-sided reads of samples */
+	uint64_t not_present;             /* remote state said absent: PFS instead */
+	uint64_t requests, request_bytes; /* successful request/response fetches */
+	uint64_t not_available;           /* a peer answered "not available" */
+	uint64_t timeouts, errors;        /* operations abandoned */
+	uint64_t served, served_bytes;    /* requests this agent answered with bytes */
+};
+
+/*
+ * Create the plane: UCX context, worker, registrations, progress thread.
+ * UCX reads its UCX_* environment variables here; TCP connections are made
+ * without blocking unless UCX_TCP_CONN_NB says otherwise. On failure, logs
+ * why and leaves *@out unchanged.
+ */
+nopfs_status peer_plane_create(const struct peer_config *config, struct peer_plane **out);
+
+/* This agent's record (owned by the plane, valid until destroy). */
+const struct peer_record *peer_plane_local_record(struct peer_plane *plane);
+
+/*
+ * Connect to @node described by @record (copied): endpoint, unpacked keys.
+ * Nodes are numbered 0..nodes-1; connecting to oneself is allowed and unused.
+ * Connecting again to a node replaces its record and connection.
+ */
+nopfs_status peer_plane_connect(struct peer_plane *plane, uint32_t node,
+                                const struct peer_record *record);
+
+/* Whether @node was connected (a plane never reaches the nodes it was not). */
+bool peer_plane_connected(struct peer_plane *plane, uint32_t node);
+
+/*
+ * Whether @node looks gone: a connection to it failed or timed out, and no
+ * operation on it has succeeded since.
+ */
+bool peer_plane_lost(struct peer_plane *plane, uint32_t node);
+
+/*
+ * Read sample bytes from @node's RAM tier: first the state byte at
+ * @state_offset; if it is the present value, @size bytes at @data_offset into
+ * @dest. NOPFS_ERR_NOT_FOUND when not present (nothing copied),
+ * NOPFS_ERR_TIMEOUT past the deadline, NOPFS_ERR_IO on a transport error or
+ * while the node is down, NOPFS_ERR_RANGE when the offsets fall outside the
+ * node's regions, NOPFS_ERR_INVALID for a node never connected. On any error
+ * @dest may have been partly written.
+ */
+nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t state_offset,
+                            uint64_t data_offset, void *dest, uint64_t size);
+
+/*
+ * Ask @node for @sample (@size bytes into @dest); NOPFS_ERR_NOT_FOUND when it
+ * answers "not available", other errors as peer_plane_get().
+ */
+nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t sample, void *dest,
+                              uint64_t size);
+
+void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats);
+
+/*
+ * Plans. Sample numbers mean something within one plan (generation) only: a
+ * fetch carries the asker's generation and is answered "not available" by a
+ * node whose generation differs (PEER_NO_GENERATION: any), without calling
+ * serve. Every plane starts at generation 0.
+ */
+#define PEER_NO_GENERATION UINT32_MAX
+void peer_plane_set_generation(struct peer_plane *plane, uint32_t generation);
+
+/*
+ * Expose other regions than the current ones (same rules as in the config;
+ * NULL/0: none) and rebuild this agent's record; the previous regions are no
+ * longer registered. Not concurrently with gets on this plane's own record
+ * (peers' gets on the previous regions fail or read what is left there).
+ */
+nopfs_status peer_plane_expose(struct peer_plane *plane, void *ram_base, size_t ram_bytes,
+                               void *state_base, size_t state_bytes);
+
+/*
+ * Send a notice (@kind, @generation, @length bytes of @payload, at most
+ * PEER_NOTICE_MAX) to every connected node but this one, without waiting
+ * for delivery. Returns how many were sent.
+ */
+#define PEER_NOTICE_MAX 65536
+uint32_t peer_plane_notify(struct peer_plane *plane, uint32_t kind, uint32_t generation,
+                           const void *payload, size_t length);
+
+/* Stop the progress thread, close endpoints, release everything. */
+void peer_plane_destroy(struct peer_plane *plane);
+
+/*
+ * Serialize a record into one buffer (malloc'd, caller frees) for PMIx, and
+ * back (the parsed record points into @buffer, which must outlive it).
+ * Unpack rejects (NOPFS_ERR_FORMAT) any buffer whose lengths do not add up;
+ * output parameters are set only on success.
+ */
+nopfs_status peer_record_pack(const struct peer_record *record, void **buffer, size_t *length);
+nopfs_status peer_record_unpack(const void *buffer, size_t length, struct peer_record *record);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * PFS read rate: threads read whole dataset files concurrently, 1 MiB at a
+ * time, the way the agent will fetch samples (buffered reads, no tricks).
+ *
+ * The files are visited in a seeded affine permutation of their indices,
+ * position i -> (a * i + b) mod F with a coprime to F: a shuffle that needs
+ * no memory per file (F may be in the millions) and spreads the reads over
+ * the dataset's directories. Each thread count reads its own slice of the
+ * permutation (an equal share of the files, at least one file per thread), so
+ * no file is read twice and the page cache cannot inflate a later count,
+ * unless the dataset has fewer files than the slices need. A measurement ends
+ * at its deadline or at the end of its slice, whichever comes first.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "probe_internal.h"
+#include "common/log.h"
+#include "plan/mt19937.h"
+
+#define PFS_CHUNK (1u << 20)
+
+struct pfs_order {
+	const struct probe_file *files;
+	uint64_t count;
+	uint64_t multiplier; /* coprime to count */
+	uint64_t offset;
+	atomic_uint_fast64_t next; /* the next position to claim */
+	uint64_t end;              /* of the current slice */
+};
+
+struct pfs_job {
+	struct probe_worker worker; /* first */
+	struct pfs_order *order;
+	char *buffer;    /* PFS_CHUNK bytes; owned */
+	uint64_t failed; /* the files[] index that could not be read */
+};
+
+static uint64_t gcd(uint64_t a, uint64_t b)
+{
+	while (b) {
+		uint64_t r = a % b;
+
+		a = b;
+		b = r;
+	}
+	return a;
+}
+
+static uint64_t next64(struct nopfs_mt19937 *mt)
+{
+	uint64_t high = nopfs_mt19937_next(mt);
+
+	return high << 32 | nopfs_mt19937_next(mt);
+}
+
+static void order_init(struct pfs_order *order, const struct probe_config *config)
+{
+	struct nopfs_mt19937 mt;
+
+	order->files = config->files;
+	order->count = config->file_count;
+	order->multiplier = 1;
+	order->offset = 0;
+	if (order->count < 2)
+		return;
+	nopfs_mt19937_seed(&mt, config->seed);
+	order->multiplier = 1 + next64(&mt) % (order->count - 1);
+	while (gcd(order->multiplier, order->count) != 1)
+		order->multiplier = order->multiplier % (order->count - 1) + 1;
+	order->offset = next64(&mt) % order->count;
+}
+
+/* The files[] index read at @position. */
+static uint64_t order_pick(const struct pfs_order *order, uint64_t position)
+{
+	unsigned __int128 i = position % order->count;
+
+	return (uint64_t)((i * order->multiplier + order->offset) % order->count);
+}
+
+/* Read @path to its end or until the deadline; false with errno on failure. */
+static bool read_file(struct pfs_job *job, const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int err;
+
+	if (fd < 0)
+		return false;
+	for (;;) {
+		ssize_t n = read(fd, job->buffer, PFS_CHUNK);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto out_close_failed;
+		job->worker.bytes += (uint64_t)n;
+		if (n == 0 || !probe_worker_continues(&job->worker))
+			break;
+	}
+	close(fd);
+	return true;
+
+out_close_failed:
+	err = errno;
+	close(fd);
+	errno = err;
+	return false;
+}
+
+static void pfs_read(void *arg)
+{
+	struct pfs_job *job = arg;
+	struct pfs_order *order = job->order;
+	uint64_t position;
+
+	while ((position = atomic_fetch_add(&order->next, 1)) < order->end) {
+		uint64_t index = order_pick(order, position);
+
+		if (!read_file(job, order->files[index].path)) {
+			job->failed = index;
+			probe_worker_fail(&job->worker, errno);
+			return;
+		}
+		if (!probe_worker_continues(&job->worker))
+			return;
+	}
+}
+
+/* The positions measurement @point may read: its share, one per thread at least. */
+static uint64_t slice_length(const struct probe_plan *plan, uint64_t count, unsigned int point)
+{
+	uint64_t share = count / plan->points;
+	uint64_t need = plan->threads[point] < count ? plan->threads[point] : count;
+
+	return share > need ? share : need;
+}
+
+static nopfs_status jobs_create(const struct probe_plan *plan, struct pfs_order *order,
+                                struct pfs_job **out)
+{
+	struct pfs_job *jobs = calloc(plan->max_threads, sizeof(*jobs));
+
+	if (!jobs)
+		goto out_nomem;
+	for (unsigned int i = 0; i < plan->max_threads; i++) {
+		jobs[i].order = order;
+		jobs[i].buffer = malloc(PFS_CHUNK);
+		if (!jobs[i].buffer)
+			goto out_free_jobs;
+	}
+	*out = jobs;
+	return NOPFS_OK;
+
+out_free_jobs:
+	for (unsigned int i = 0; i < plan->max_threads; i++)
+		free(jobs[i].buffer);
+	free(jobs);
+out_nomem:
+	nopfs_error("PFS probe: out of memory");
+	return NOPFS_ERR_NOMEM;
+}
+
+nopfs_status probe_pfs_measure(const struct probe_config *config, const struct probe_plan *plan,
+                               struct probe_phase *phase, struct nopfs_curve *read,
+                               uint64_t *bytes_read)
+{
+	struct nopfs_curve curve = { 0 };
+	uint64_t start = 0, total = 0;
+	struct pfs_order order;
+	struct pfs_job *jobs;
+	nopfs_status status;
+
+	order_init(&order, config);
+	status = jobs_create(plan, &order, &jobs);
+	if (status)
+		return status;
+	for (unsigned int p = 0; p < plan->points; p++) {
+		unsigned int threads = plan->threads[p];
+		double rate;
+		int failed;
+
+		atomic_store(&order.next, start);
+		order.end = start + slice_length(plan, order.count, p);
+		start = order.end;
+		failed = probe_workers_run(pfs_read, jobs, sizeof(*jobs), threads,
+		                           probe_phase_next(phase), &rate);
+		for (unsigned int t = 0; t < threads; t++)
+			total += jobs[t].worker.bytes;
+		if (failed >= 0) {
+			errno = jobs[failed].worker.error;
+			nopfs_error("cannot read dataset file '%s': %m",
+			            order.files[jobs[failed].failed].path);
+			status = nopfs_status_from_errno(errno);
+			goto out_free_jobs;
+		}
+		status = nopfs_curve_set(&curve, threads, rate);
+		if (status)
+			goto out_free_jobs;
+	}
+	*read = curve;
+	*bytes_read = total;
+
+out_free_jobs:
+	for (unsigned int i = 0; i < plan->max_threads; i++)
+		free(jobs[i].buffer);
+	free(jobs);
+	return status;
+}

@@ -1,0 +1,353 @@
+/* The task-facing Unix socket. */
+#define _GNU_SOURCE 1
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "server.h"
+#include "timing.h"
+#include "task/wire.h"
+
+/* Time a task may take to send the rest of a message it started. */
+#define MESSAGE_TIMEOUT_MS 5000
+
+struct server_connection {
+	struct server *server;
+	int fd;
+	pid_t pid;
+	int32_t rank;
+	pthread_t thread;
+	bool finished;
+	struct server_connection *next;
+	uint8_t buffer[NOPFS_WIRE_HEADER_SIZE + NOPFS_WIRE_MAX_PAYLOAD];
+	void *sample_buffer;
+};
+
+static nopfs_status reply_error(struct server_connection *c, uint32_t request_id,
+                                nopfs_status status, const char *why)
+{
+	struct nopfs_wire_message reply = { .type = NOPFS_WIRE_ERROR, .request_id = request_id };
+
+	reply.u.error.status = status;
+	reply.u.error.length = (uint32_t)strlen(why);
+	reply.u.error.text = why;
+	return nopfs_wire_send(c->fd, &reply, -1);
+}
+
+static void count_fallback(struct server *server, nopfs_status status)
+{
+	enum agent_fallback why = AGENT_FALLBACK_READ_ERROR;
+
+	if (status == NOPFS_ERR_TIMEOUT)
+		why = AGENT_FALLBACK_TIMEOUT;
+	else if (status == NOPFS_ERR_RANGE || status == NOPFS_ERR_NOT_FOUND)
+		why = AGENT_FALLBACK_UNKNOWN_PATH;
+	atomic_fetch_add(&server->stats->fallbacks[why], 1);
+}
+
+/* Serve one sample; the reply carries a file descriptor of its copy. */
+static nopfs_status serve_sample(struct server_connection *c, const struct nopfs_wire_message *m,
+                                 int64_t sample, int32_t rank)
+{
+	struct server *server = c->server;
+	const struct job *job = server->stage->job;
+	struct nopfs_wire_message reply = { .type = NOPFS_WIRE_SAMPLE,
+		                            .request_id = m->request_id };
+	uint64_t started = now_ns(), waited;
+	nopfs_wire_source source;
+	nopfs_status status;
+	int fd = -1;
+
+	atomic_fetch_add(&server->stats->requests, 1);
+	if (sample < 0) {
+		count_fallback(server, NOPFS_ERR_NOT_FOUND);
+		return reply_error(c, m->request_id, NOPFS_ERR_NOT_FOUND,
+		                   "not a sample of the dataset");
+	}
+	if (!c->sample_buffer)
+		c->sample_buffer = malloc(job->max_sample_size ? job->max_sample_size : 1);
+	status = c->sample_buffer ? stage_request(server->stage, rank, (uint64_t)sample,
+	                                          c->sample_buffer, &fd, &source)
+	                          : NOPFS_ERR_NOMEM;
+	waited = now_ns() - started;
+	atomic_fetch_add(&server->stats->stall_ns, waited);
+	agent_max(&server->stats->stall_max_ns, waited);
+	if (status != NOPFS_OK) {
+		count_fallback(server, status);
+		return reply_error(c, m->request_id, status, nopfs_status_string(status));
+	}
+	reply.u.sample.index = (uint64_t)sample;
+	reply.u.sample.size = nopfs_catalog_size(job->catalog, (uint64_t)sample);
+	reply.u.sample.label = nopfs_catalog_label(job->catalog, (uint64_t)sample);
+	reply.u.sample.source = source;
+	status = nopfs_wire_send(c->fd, &reply, fd);
+	close(fd);
+	return status;
+}
+
+static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_message *m)
+{
+	struct server *server = c->server;
+	const struct job *job = server->stage->job;
+	struct nopfs_wire_message reply = { .request_id = m->request_id };
+	char path[NOPFS_WIRE_PATH_MAX + 1];
+
+	switch (m->type) {
+	case NOPFS_WIRE_HELLO:
+		c->rank = m->u.hello.rank;
+		reply.type = NOPFS_WIRE_WELCOME;
+		reply.u.welcome.node = job->node;
+		reply.u.welcome.world_size = job->sampler.world_size;
+		reply.u.welcome.samples = job->sampler.count;
+		reply.u.welcome.flags = m->u.hello.flags | NOPFS_WIRE_FLAG_RING;
+		return nopfs_wire_send(c->fd, &reply, -1);
+	case NOPFS_WIRE_OPEN:
+		memcpy(path, m->u.open.path, m->u.open.path_length);
+		path[m->u.open.path_length] = '\0';
+		return serve_sample(c, m, nopfs_catalog_find(job->catalog, path),
+		                    m->u.open.rank >= 0 ? m->u.open.rank : c->rank);
+	case NOPFS_WIRE_GET:
+		return serve_sample(
+		        c, m, m->u.get.index < job->sampler.count ? (int64_t)m->u.get.index : -1,
+		        m->u.get.rank >= 0 ? m->u.get.rank : c->rank);
+	case NOPFS_WIRE_STATS: {
+		json_t *stats = server->stats_json(server->stats_arg);
+		char *text = stats ? json_dumps(stats, JSON_COMPACT) : NULL;
+		nopfs_status status;
+
+		json_decref(stats);
+		if (!text || strlen(text) > NOPFS_WIRE_MAX_PAYLOAD - 8) {
+			free(text);
+			return reply_error(c, m->request_id, NOPFS_ERR_RANGE,
+			                   "statistics do not fit in a message");
+		}
+		reply.type = NOPFS_WIRE_STATS_TEXT;
+		reply.u.stats_text.text = text;
+		reply.u.stats_text.length = (uint32_t)strlen(text);
+		status = nopfs_wire_send(c->fd, &reply, -1);
+		free(text);
+		return status;
+	}
+	case NOPFS_WIRE_RING: {
+		int fd = -1;
+		nopfs_status status =
+		        stage_attach_ring(server->stage, m->u.ring.rank, &fd,
+		                          &reply.u.ring_fd.slots, &reply.u.ring_fd.bytes);
+
+		if (status != NOPFS_OK)
+			return reply_error(c, m->request_id, status,
+			                   status == NOPFS_ERR_RANGE ? "not a rank of this node"
+			                                             : "no staging ring");
+		reply.type = NOPFS_WIRE_RING_FD;
+		status = nopfs_wire_send(c->fd, &reply, fd);
+		close(fd);
+		return status;
+	}
+	case NOPFS_WIRE_RELEASE:
+		stage_ring_released_by(server->stage, m->u.release.rank, m->u.release.slot,
+		                       m->u.release.index);
+		return NOPFS_OK;
+	default:
+		atomic_fetch_add(&server->stats->malformed_messages, 1);
+		nopfs_warning("connection of pid %ld: unexpected message type %d", (long)c->pid,
+		              (int)m->type);
+		reply_error(c, m->request_id, NOPFS_ERR_FORMAT, "unexpected message type");
+		return NOPFS_ERR_FORMAT;
+	}
+}
+
+static void *connection_main(void *arg)
+{
+	struct server_connection *c = arg;
+	struct server *server = c->server;
+	struct pollfd fds[2] = { { .fd = c->fd, .events = POLLIN },
+		                 { .fd = server->stop_fd, .events = POLLIN } };
+
+	for (;;) {
+		struct nopfs_wire_message message;
+		const char *why = NULL;
+		nopfs_status status;
+		int passed = -1;
+
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[1].revents)
+			break;
+		status = nopfs_wire_receive(c->fd, c->buffer, &message, &passed, MESSAGE_TIMEOUT_MS,
+		                            &why);
+		if (passed >= 0)
+			close(passed); /* tasks never pass descriptors to us */
+		if (status == NOPFS_ERR_IO)
+			break; /* the task closed its end */
+		if (status != NOPFS_OK) {
+			atomic_fetch_add(&server->stats->malformed_messages, 1);
+			atomic_fetch_add(&server->stats->fallbacks[AGENT_FALLBACK_MALFORMED], 1);
+			nopfs_warning("connection of pid %ld: rejected a message: %s", (long)c->pid,
+			              why ? why : nopfs_status_string(status));
+			reply_error(c, 0, status, why ? why : "malformed message");
+			break;
+		}
+		if (handle(c, &message) != NOPFS_OK)
+			break;
+	}
+	close(c->fd);
+	free(c->sample_buffer);
+	c->sample_buffer = NULL;
+	pthread_mutex_lock(&server->lock);
+	c->finished = true;
+	pthread_mutex_unlock(&server->lock);
+	return NULL;
+}
+
+/* Join and free connections whose threads ended. */
+static void reap(struct server *server, bool all)
+{
+	struct server_connection **link = &server->connections;
+
+	pthread_mutex_lock(&server->lock);
+	while (*link) {
+		struct server_connection *c = *link;
+
+		if (!all && !c->finished) {
+			link = &c->next;
+			continue;
+		}
+		*link = c->next;
+		pthread_mutex_unlock(&server->lock);
+		pthread_join(c->thread, NULL);
+		free(c);
+		pthread_mutex_lock(&server->lock);
+	}
+	pthread_mutex_unlock(&server->lock);
+}
+
+static void accept_one(struct server *server)
+{
+	struct server_connection *c;
+	struct ucred peer;
+	socklen_t length = sizeof(peer);
+	int fd = accept4(server->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 || peer.uid != geteuid()) {
+		atomic_fetch_add(&server->stats->refused_connections, 1);
+		nopfs_warning("refused a connection from uid %ld pid %ld: only uid %ld is served",
+		              (long)peer.uid, (long)peer.pid, (long)geteuid());
+		close(fd);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->server = server;
+	c->fd = fd;
+	c->pid = peer.pid;
+	c->rank = -1;
+	pthread_mutex_lock(&server->lock);
+	if (pthread_create(&c->thread, NULL, connection_main, c) != 0) {
+		pthread_mutex_unlock(&server->lock);
+		nopfs_warning("cannot start a thread for pid %ld", (long)peer.pid);
+		close(fd);
+		free(c);
+		return;
+	}
+	c->next = server->connections;
+	server->connections = c;
+	pthread_mutex_unlock(&server->lock);
+}
+
+static void *accept_main(void *arg)
+{
+	struct server *server = arg;
+	struct pollfd fds[2] = { { .fd = server->listen_fd, .events = POLLIN },
+		                 { .fd = server->stop_fd, .events = POLLIN } };
+
+	for (;;) {
+		if (poll(fds, 2, 1000) < 0 && errno != EINTR)
+			break;
+		if (fds[1].revents)
+			break;
+		if (fds[0].revents)
+			accept_one(server);
+		reap(server, false);
+	}
+	return NULL;
+}
+
+nopfs_status server_start(struct server *server, const char *path, struct stage *stage,
+                          struct agent_stats *stats, json_t *(*stats_json)(void *arg),
+                          void *stats_arg)
+{
+	struct sockaddr_un address = { .sun_family = AF_UNIX };
+	mode_t old_umask;
+
+	memset(server, 0, sizeof(*server));
+	server->stage = stage;
+	server->stats = stats;
+	server->stats_json = stats_json;
+	server->stats_arg = stats_arg;
+	server->listen_fd = server->stop_fd = -1;
+	pthread_mutex_init(&server->lock, NULL);
+	if (strlen(path) >= sizeof(address.sun_path)) {
+		nopfs_error("socket path '%s' is longer than %zu bytes", path,
+		            sizeof(address.sun_path) - 1);
+		return NOPFS_ERR_RANGE;
+	}
+	strcpy(server->path, path);
+	strcpy(address.sun_path, path);
+	server->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	server->stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (server->listen_fd < 0 || server->stop_fd < 0) {
+		nopfs_error("socket '%s': %m", path);
+		return NOPFS_ERR_IO;
+	}
+	unlink(path);
+	old_umask = umask(077);
+	if (bind(server->listen_fd, (struct sockaddr *)&address, sizeof(address)) != 0 ||
+	    listen(server->listen_fd, 128) != 0) {
+		umask(old_umask);
+		nopfs_error("cannot listen on '%s': %m", path);
+		return NOPFS_ERR_IO;
+	}
+	umask(old_umask);
+	if (pthread_create(&server->thread, NULL, accept_main, server) != 0) {
+		nopfs_error("cannot start the socket thread");
+		return NOPFS_ERR_NOMEM;
+	}
+	server->started = true;
+	return NOPFS_OK;
+}
+
+void server_stop(struct server *server)
+{
+	uint64_t one = 1;
+
+	if (server->stop_fd >= 0 && write(server->stop_fd, &one, sizeof(one)) != sizeof(one))
+		nopfs_warning("cannot signal the socket threads: %m");
+	if (server->started)
+		pthread_join(server->thread, NULL);
+	reap(server, true);
+	if (server->listen_fd >= 0) {
+		close(server->listen_fd);
+		unlink(server->path);
+	}
+	if (server->stop_fd >= 0)
+		close(server->stop_fd);
+	server->listen_fd = server->stop_fd = -1;
+	server->started = false;
+	pthread_mutex_destroy(&server->lock);
+}

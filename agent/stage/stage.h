@@ -1,0 +1,122 @@
+/*
+ * Staging: for each local rank, the samples it will read next, in its exact
+ * order, as complete files in the tmpfs stage directory (see runtime.h for
+ * the names), produced ahead by stager threads from the best local source
+ * (RAM or SSD tier; a tier sample not fetched yet is fetched by the stager
+ * itself: help-out), else the PFS. A window of positions per rank is staged;
+ * a position is done when the rank opens its file (reported by watch.c) or
+ * asks for it (server.c). A rank that moves on to the next epoch abandons the
+ * rest of the current one (a DataLoader with drop_last never reads its last
+ * partial batch); a rank that jumps far ahead is resynchronized there.
+ * Requests for samples in no local rank's window are served all the same and
+ * recorded as stream mismatches (diagnosed by stream_diag.c).
+ */
+#ifndef NOPFS_AGENT_STAGE_H
+#define NOPFS_AGENT_STAGE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "epochs.h"
+#include "job.h"
+#include "stats.h"
+#include "stream_diag.h"
+#include "tier/tier.h"
+
+struct stage_rank;
+struct stage_worker;
+struct stage_removed;
+
+struct stage {
+	const struct job *job;
+	struct tier_set *tiers;
+	struct agent_stats *stats;
+	tier_remote_read_fn *remote_read; /* samples other nodes keep, or NULL */
+	void *remote_arg;
+	char directory[4096];
+	int directory_fd;
+	uint32_t window;
+	uint64_t ring_size;
+	unsigned int serve_timeout_ms;
+	pthread_mutex_t lock;
+	pthread_cond_t work;  /* stagers wait for room in a window */
+	pthread_cond_t ready; /* requests wait for a slot being staged */
+	struct epoch_cache epochs;
+	uint32_t rank_count;
+	struct stage_rank *ranks;
+	uint8_t *staged_claims; /* per sample: slots staged with its file */
+	unsigned int worker_count;
+	struct stage_worker *workers;
+	atomic_bool stop;
+	struct stream_diag diag;
+	/* Copies removed unopened, whose open the watch may not have read yet. */
+	struct stage_removed *removed;
+	size_t removed_count, removed_capacity;
+	uint64_t watch_mark;
+};
+
+/*
+ * Set up the windows of the job's local ranks in @directory (which exists,
+ * 0700) and publish the "index" file for the C API. No thread yet.
+ */
+nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_set *tiers,
+                        struct agent_stats *stats, const char *directory, uint32_t window,
+                        unsigned int serve_timeout_ms);
+
+/* Start @threads stager threads. */
+nopfs_status stage_start(struct stage *stage, unsigned int threads);
+
+/* Begin shutting down: stagers and waiting requests return promptly. */
+void stage_shutdown(struct stage *stage);
+
+/*
+ * Stop the stagers, wake every waiter, join, and remove every staged copy
+ * nobody opened (counted as staged_unused; call it after the watch stopped).
+ * Then free everything.
+ */
+void stage_fini(struct stage *stage);
+
+/* A task opened the staged file @name (from the watch). */
+void stage_opened(struct stage *stage, const char *name);
+
+/*
+ * A task may open a staged copy just before the agent removes it (its rank
+ * moved on); the watch reads that open later. The watch calls
+ * stage_watch_begin() before it reads the opens queued so far and
+ * stage_watch_settled() with its mark once it has read them all: a copy
+ * removed before the mark whose open was not among them was never opened
+ * (counted as staged_unused then).
+ */
+uint64_t stage_watch_begin(struct stage *stage);
+void stage_watch_settled(struct stage *stage, uint64_t mark);
+
+/*
+ * Serve sample @sample to @rank (-1: unknown) on request: a read-only file
+ * descriptor of a node-local copy in *fd (caller closes it after passing it
+ * on) and its source. Waits for a copy being staged up to the serve timeout.
+ * @buffer has room for the largest sample. Errors: NOPFS_ERR_TIMEOUT,
+ * NOPFS_ERR_IO (the sample cannot be read), NOPFS_ERR_RANGE (no such sample).
+ */
+nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, void *buffer,
+                           int *fd, nopfs_wire_source *source);
+
+/*
+ * Stage @rank's samples into an API ring from now on (created on first call)
+ * and give the caller a new descriptor of its file, its slots and size.
+ * NOPFS_ERR_RANGE when the rank is not local.
+ */
+nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint32_t *slots,
+                               uint64_t *bytes);
+
+/* A task of @rank released ring slot @slot holding @sample (RELEASE). */
+void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample);
+
+/* Read samples this node does not keep through @read (with @arg) before the PFS. */
+void stage_use_remote(struct stage *stage, tier_remote_read_fn *read, void *arg);
+
+/* Live per-rank progress as a new JSON array (caller owns it). */
+json_t *stage_progress_json(struct stage *stage);
+
+#endif

@@ -1,0 +1,592 @@
+/* Catalog sharing and the exchange of node records among the agents. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent.h"
+#include "team.h"
+#include "common/log.h"
+#include "peer/peer.h"
+#include "common/readall.h"
+#include "timing.h"
+
+/* Deadline of one remote read: past it, the PFS. */
+#define PEER_TIMEOUT_MS   1000
+#define PEER_GRACE_MAX_MS 30000 /* waited for reads of a plan's RAM tier to end */
+
+/* Write @length bytes to @path atomically (a temporary name, then rename). */
+static nopfs_status write_file(const char *path, const void *data, size_t length)
+{
+	char temporary[PATH_MAX + 32];
+	nopfs_status status;
+	int fd;
+
+	snprintf(temporary, sizeof(temporary), "%s.%ld.tmp", path, (long)getpid());
+	fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		nopfs_error("cannot share the catalog: cannot create '%s': %m", temporary);
+		return nopfs_status_from_errno(errno);
+	}
+	status = write_all(fd, data, length);
+	if (status == NOPFS_OK && fsync(fd) != 0)
+		status = NOPFS_ERR_IO;
+	close(fd);
+	if (status == NOPFS_OK && rename(temporary, path) != 0)
+		status = nopfs_status_from_errno(errno);
+	if (status != NOPFS_OK) {
+		nopfs_error("cannot share the catalog in '%s': %s", path,
+		            nopfs_status_string(status));
+		unlink(temporary);
+	}
+	return status;
+}
+
+/* Read all of @path (malloc'd). */
+static nopfs_status read_file(const char *path, void **data, size_t *length)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	nopfs_status status = fd < 0 ? nopfs_status_from_errno(errno)
+	                             : nopfs_read_all(fd, SIZE_MAX, data, length);
+
+	if (status != NOPFS_OK)
+		nopfs_error("cannot read the shared catalog '%s': %m", path);
+	if (fd >= 0)
+		close(fd);
+	return status;
+}
+
+/* Node 0: build the catalog and, with a share directory, publish it there. */
+static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **catalog,
+                                  char *announce, size_t length)
+{
+	const struct agent_options *options = &agent->options;
+	void *buffer;
+	size_t size;
+	nopfs_status status;
+
+	announce[0] = '\0';
+	status = job_open_catalog(options, catalog, &agent->job.catalog_from_cache);
+	if (status != NOPFS_OK || options->share_dir[0] == '\0')
+		return status;
+	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog),
+	                     "%s/nopfs-catalog-%s.bin", options->share_dir,
+	                     options->job_id) >= sizeof(agent->shared_catalog)) {
+		nopfs_error("--share-dir '%s' is too long", options->share_dir);
+		return NOPFS_ERR_RANGE;
+	}
+	status = nopfs_catalog_serialize(*catalog, &buffer, &size);
+	if (status != NOPFS_OK)
+		return status;
+	status = write_file(agent->shared_catalog, buffer, size);
+	free(buffer);
+	if (status == NOPFS_OK)
+		snprintf(announce, length, "%s", agent->shared_catalog);
+	else
+		agent->shared_catalog[0] = '\0';
+	return status;
+}
+
+/* Every other node: load node 0's catalog, or build it when none was shared. */
+static nopfs_status receive_catalog(struct agent *agent, const char *announced,
+                                    struct nopfs_catalog **catalog)
+{
+	if (announced[0] == '\0') {
+		nopfs_warning("no --share-dir: this node scans the dataset itself");
+		return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
+	}
+	return team_load_catalog(announced, catalog);
+}
+
+nopfs_status team_catalog(struct agent *agent)
+{
+	struct nopfs_catalog *catalog = NULL;
+	char announce[PATH_MAX] = "";
+	void **records;
+	size_t *lengths;
+	nopfs_status status;
+
+	if (!agent->bootstrap.active) {
+		status =
+		        job_open_catalog(&agent->options, &catalog, &agent->job.catalog_from_cache);
+		return status == NOPFS_OK ? job_use_catalog(&agent->job, &agent->options, catalog)
+		                          : status;
+	}
+	if (agent->bootstrap.node == 0) {
+		status = share_catalog(agent, &catalog, announce, sizeof(announce));
+		if (status != NOPFS_OK) {
+			nopfs_catalog_destroy(catalog);
+			return status;
+		}
+	}
+	/* The exchange is the barrier: node 0's file is complete before it. */
+	status = bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
+	                            agent->options.fence_timeout, &records, &lengths);
+	if (status != NOPFS_OK) {
+		nopfs_catalog_destroy(catalog);
+		return status;
+	}
+	if (agent->bootstrap.node != 0) {
+		if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0') {
+			nopfs_error("node 0's catalog announcement is malformed");
+			status = NOPFS_ERR_FORMAT;
+		} else {
+			status = receive_catalog(agent, records[0], &catalog);
+		}
+	}
+	for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	if (status != NOPFS_OK) {
+		nopfs_catalog_destroy(catalog);
+		return status;
+	}
+	return job_use_catalog(&agent->job, &agent->options, catalog);
+}
+
+nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_options *options,
+                                        uint32_t generation, struct nopfs_catalog **catalog)
+{
+	char path[sizeof(agent->shared_catalog)] = "";
+	bool from_cache = false;
+	void *buffer = NULL;
+	size_t size = 0;
+	nopfs_status status;
+
+	*catalog = NULL;
+	status = job_open_catalog(options, catalog, &from_cache);
+	if (status == NOPFS_OK &&
+	    (size_t)snprintf(path, sizeof(path), "%s/nopfs-catalog-%s.%" PRIu32 ".bin",
+	                     options->share_dir, options->job_id, generation) >= sizeof(path)) {
+		nopfs_error("--share-dir '%s' is too long", options->share_dir);
+		status = NOPFS_ERR_RANGE;
+	}
+	if (status == NOPFS_OK)
+		status = nopfs_catalog_serialize(*catalog, &buffer, &size);
+	if (status == NOPFS_OK)
+		status = write_file(path, buffer, size);
+	free(buffer);
+	if (status != NOPFS_OK) {
+		nopfs_catalog_destroy(*catalog);
+		*catalog = NULL;
+		path[0] = '\0'; /* the others give up on this plan at once */
+	} else {
+		if (agent->shared_catalog[0])
+			unlink(agent->shared_catalog); /* the previous plan's, read long ago */
+		memcpy(agent->shared_catalog, path, sizeof(path));
+	}
+	peer_plane_notify(agent->peers, AGENT_NOTICE_CATALOG, generation, path, strlen(path) + 1);
+	return status;
+}
+
+nopfs_status team_load_catalog(const char *path, struct nopfs_catalog **catalog)
+{
+	void *buffer;
+	size_t size;
+	nopfs_status status = read_file(path, &buffer, &size);
+
+	if (status != NOPFS_OK)
+		return status;
+	status = nopfs_catalog_deserialize(buffer, size, catalog);
+	free(buffer);
+	if (status != NOPFS_OK)
+		nopfs_error("the catalog node 0 shared in '%s' is not valid", path);
+	return status;
+}
+
+/* This node's record: host and tier capacities, as JSON text. */
+static char *node_record(struct agent *agent)
+{
+	json_t *tiers = json_array(), *record;
+	char host[256] = "", *text;
+
+	gethostname(host, sizeof(host) - 1);
+	for (unsigned int t = 0; t < agent->node_tiers.count; t++)
+		json_array_append_new(tiers,
+		                      json_integer((json_int_t)agent->node_tiers.capacity[t]));
+	record = json_pack("{s:s, s:I, s:o}", "host", host, "node",
+	                   (json_int_t)agent->bootstrap.node, "tiers", tiers);
+	text = record ? json_dumps(record, JSON_COMPACT) : NULL;
+	json_decref(record);
+	return text;
+}
+
+/* Parse node @n's record into @tiers and @host. */
+static nopfs_status parse_record(const char *text, size_t length, uint32_t n,
+                                 struct nopfs_node_tiers *tiers, char *host, size_t host_length)
+{
+	json_error_t error;
+	json_t *record = json_loadb(text, length ? length - 1 : 0, 0, &error), *list, *value;
+	const char *name = NULL;
+	json_int_t node = -1;
+	size_t index;
+
+	if (!record ||
+	    json_unpack(record, "{s:s, s:I, s:o}", "host", &name, "node", &node, "tiers", &list) !=
+	            0 ||
+	    node != (json_int_t)n || !json_is_array(list) ||
+	    json_array_size(list) > NOPFS_TIERS_MAX) {
+		nopfs_error("the record of node %" PRIu32 " is malformed", n);
+		json_decref(record);
+		return NOPFS_ERR_FORMAT;
+	}
+	memset(tiers, 0, sizeof(*tiers));
+	json_array_foreach(list, index, value)
+	{
+		if (!json_is_integer(value) || json_integer_value(value) < 0) {
+			nopfs_error("the record of node %" PRIu32 " has a bad tier capacity", n);
+			json_decref(record);
+			return NOPFS_ERR_FORMAT;
+		}
+		tiers->capacity[tiers->count++] = (uint64_t)json_integer_value(value);
+	}
+	snprintf(host, host_length, "%s", name);
+	json_decref(record);
+	return NOPFS_OK;
+}
+
+nopfs_status team_exchange(struct agent *agent, struct nopfs_node_tiers **tiers_out)
+{
+	uint32_t nodes = agent->job.layout->nodes;
+	struct nopfs_node_tiers *tiers = calloc(nodes, sizeof(*tiers));
+	void **records = NULL;
+	size_t *lengths = NULL;
+	char *mine = NULL, host[256];
+	nopfs_status status = NOPFS_OK;
+
+	if (!tiers) {
+		nopfs_error("no memory for the tiers of %" PRIu32 " nodes", nodes);
+		return NOPFS_ERR_NOMEM;
+	}
+	if (!agent->bootstrap.active) {
+		tiers[agent->job.node] = agent->node_tiers; /* the other node, if any, has none */
+		*tiers_out = tiers;
+		return NOPFS_OK;
+	}
+	mine = node_record(agent);
+	status = mine ? bootstrap_exchange(&agent->bootstrap, mine, strlen(mine) + 1,
+	                                   agent->options.fence_timeout, &records, &lengths)
+	              : NOPFS_ERR_NOMEM;
+	for (uint32_t n = 0; status == NOPFS_OK && n < nodes; n++) {
+		status = parse_record(records[n], lengths[n], n, &tiers[n], host, sizeof(host));
+		if (status == NOPFS_OK)
+			nopfs_info("node %" PRIu32 " is %s", n, host);
+	}
+	for (uint32_t n = 0; records && n < nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	free(mine);
+	if (status != NOPFS_OK) {
+		free(tiers);
+		return status;
+	}
+	*tiers_out = tiers;
+	return NOPFS_OK;
+}
+
+void team_fini(struct agent *agent)
+{
+	if (agent->shared_catalog[0])
+		unlink(agent->shared_catalog);
+	agent->shared_catalog[0] = '\0';
+}
+
+/* A peer asks for @sample: answer from a local tier if it is there. */
+static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_t size)
+{
+	struct agent *agent = arg;
+	nopfs_status status = NOPFS_ERR_NOT_FOUND;
+
+	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
+		return NOPFS_ERR_NOT_FOUND; /* changing plans */
+	if (sample >= agent->job.sampler.count ||
+	    nopfs_catalog_size(agent->job.catalog, sample) != size)
+		goto out;
+	for (unsigned int t = 0; t < agent->tiers.count; t++) {
+		struct tier *tier = &agent->tiers.tier[t];
+		int64_t position = tier_position(tier, (uint32_t)sample);
+
+		if (position < 0)
+			continue;
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT) {
+			status = tier_read(tier, (uint64_t)position, buffer);
+			break;
+		}
+		if ((uint64_t)position < tier->primary_count) {
+			status = NOPFS_ERR_AGAIN; /* ours to fetch: fill_for_peer() */
+			break;
+		}
+	}
+out:
+	pthread_rwlock_unlock(&agent->plan_lock);
+	return status;
+}
+
+/*
+ * A peer asked for a sample this node keeps the primary copy of but has not
+ * fetched yet: fetch it now (from the PFS, into its tier, as this node would
+ * anyway) rather than have the peer read the PFS too. Answering thread.
+ */
+static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint64_t size,
+                                  uint64_t deadline_ns)
+{
+	struct agent *agent = arg;
+	struct timespec deadline = deadline_at_ns(deadline_ns);
+	nopfs_status status = NOPFS_ERR_NOT_FOUND;
+
+	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
+		return NOPFS_ERR_NOT_FOUND; /* changing plans */
+	for (unsigned int t = 0; t < agent->tiers.count; t++) {
+		struct tier *tier = &agent->tiers.tier[t];
+		int64_t position = tier_position(tier, (uint32_t)sample);
+
+		if (position < 0 || (uint64_t)position >= tier->primary_count ||
+		    sample >= agent->job.sampler.count ||
+		    nopfs_catalog_size(agent->job.catalog, sample) != size)
+			continue;
+		status = tier_ensure(tier, (uint64_t)position, agent->job.catalog, buffer,
+		                     &agent->stats, &deadline, NULL);
+		if (status == NOPFS_OK)
+			status = tier_read(tier, (uint64_t)position, buffer);
+		break;
+	}
+	pthread_rwlock_unlock(&agent->plan_lock);
+	return status;
+}
+
+/*
+ * The slowest rate a sample for a peer is expected to move at: read from the
+ * PFS while every node reads it, this node's best PFS rate shared by all the
+ * nodes (0 when the PFS was not measured: the fixed deadline alone).
+ */
+static double slow_rate(struct agent *agent)
+{
+	struct nopfs_model model = { .tiers = agent->options.tiers.count };
+
+	probe_fill_model(&agent->probe, &agent->options.tiers, &model);
+	return model.pfs_client_limit / (agent->bootstrap.nodes ? agent->bootstrap.nodes : 1);
+}
+
+/* What a node without a data plane publishes instead of its record. */
+static const char no_plane_record = 0;
+
+/*
+ * Connect every agent's data plane to every other's. The exchange is
+ * collective, so a node whose plane cannot start still takes part (with an
+ * empty record) and the others read what it keeps from the PFS; a node that
+ * cannot be reached is likewise left to the PFS. Only a failed exchange, where
+ * PMIx itself is broken, is an error.
+ */
+/*
+ * The tier peers read this node's primary copies from: tier 0 when it is
+ * RAM and keeps some (every node runs the same tier list), else NULL.
+ */
+static struct tier *exposed_ram(struct agent *agent)
+{
+	struct tier *ram = agent->tiers.count ? &agent->tiers.tier[0] : NULL;
+
+	return ram && ram->kind == NOPFS_TIER_RAM && ram->primary_count ? ram : NULL;
+}
+
+/* Compute every primary's place once, before the stagers ask concurrently. */
+static void place_primaries(struct agent *agent)
+{
+	uint32_t node_unused;
+	unsigned int tier_unused;
+	uint64_t offset_unused, index_unused;
+
+	nopfs_placement_primary_place(agent->job.placement, 0, &node_unused, &tier_unused,
+	                              &offset_unused, &index_unused);
+}
+
+nopfs_status team_connect_peers(struct agent *agent)
+{
+	struct tier *ram = exposed_ram(agent);
+	struct peer_config config = {
+		.node = agent->bootstrap.node,
+		.ram_base = ram ? ram->base : NULL,
+		.ram_bytes = ram ? ram->bytes : 0,
+		.state_base = ram ? (void *)ram->state : NULL,
+		.state_bytes = ram ? ram->primary_count : 0,
+		.present_value = TIER_PRESENT,
+		.serve = serve_peer,
+		.fill = fill_for_peer,
+		.notice = agent_notice,
+		.serve_arg = agent,
+		.timeout_ms = PEER_TIMEOUT_MS,
+		.slow_bytes_per_s = slow_rate(agent),
+	};
+	uint32_t nodes = agent->bootstrap.nodes, connected = 0;
+	void *packed = NULL, **records = NULL;
+	size_t packed_length = 0, *lengths = NULL;
+	nopfs_status status;
+
+	if (!agent->bootstrap.active || nodes < 2)
+		return NOPFS_OK;
+	agent->peer_generation = calloc(nodes, sizeof(*agent->peer_generation));
+	if (!agent->peer_generation) {
+		nopfs_error("no memory for the plans of %" PRIu32 " nodes", nodes);
+		return NOPFS_ERR_NOMEM;
+	}
+	place_primaries(agent);
+	if (peer_plane_create(&config, &agent->peers) != NOPFS_OK ||
+	    peer_record_pack(peer_plane_local_record(agent->peers), &packed, &packed_length) !=
+	            NOPFS_OK) {
+		nopfs_warning("data plane: off on node %" PRIu32
+		              ": its tasks read what other nodes keep from the PFS",
+		              agent->bootstrap.node);
+		team_disconnect_peers(agent);
+		free(packed);
+		packed = NULL;
+	}
+	status = bootstrap_exchange(&agent->bootstrap, packed ? packed : &no_plane_record,
+	                            packed ? packed_length : sizeof(no_plane_record),
+	                            agent->options.fence_timeout, &records, &lengths);
+	free(packed);
+	if (status != NOPFS_OK) {
+		team_disconnect_peers(agent);
+		return status;
+	}
+	for (uint32_t n = 0; agent->peers && n < nodes; n++) {
+		struct peer_record record;
+
+		if (n == agent->bootstrap.node)
+			continue;
+		if (lengths[n] == sizeof(no_plane_record))
+			nopfs_warning("data plane: node %" PRIu32 " has none: what it keeps comes "
+			              "from the PFS",
+			              n);
+		else if (peer_record_unpack(records[n], lengths[n], &record) != NOPFS_OK)
+			nopfs_warning("data plane: node %" PRIu32 " published a malformed record: "
+			              "what it keeps comes from the PFS",
+			              n);
+		else if (peer_plane_connect(agent->peers, n, &record) != NOPFS_OK)
+			nopfs_warning("data plane: cannot reach the agent of node %" PRIu32
+			              ": what it keeps comes from the PFS",
+			              n);
+		else
+			connected++;
+	}
+	for (uint32_t n = 0; n < nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	if (agent->peers)
+		nopfs_info("data plane: connected to %" PRIu32 " of %" PRIu32 " other agents",
+		           connected, nodes - 1);
+	return NOPFS_OK;
+}
+
+bool team_read_from_peer(void *arg, uint32_t sample, void *buffer)
+{
+	struct agent *agent = arg;
+	const struct job *job = &agent->job;
+	uint64_t size = nopfs_catalog_size(job->catalog, sample), offset, index;
+	unsigned int tier;
+	uint32_t node;
+
+	if (!agent->peers ||
+	    !nopfs_placement_primary_place(job->placement, sample, &node, &tier, &offset, &index) ||
+	    node == job->node || !peer_plane_connected(agent->peers, node) ||
+	    atomic_load(&agent->peer_generation[node]) != agent->generation)
+		return false; /* (a node with another plan keeps other samples) */
+	/* Every node runs the same tier list: tier 0 of a RAM-first list is RAM everywhere. */
+	if (tier == 0 && agent->tiers.count && agent->tiers.tier[0].kind == NOPFS_TIER_RAM) {
+		nopfs_status status =
+		        peer_plane_get(agent->peers, node, index, offset, buffer, size);
+
+		/* Not there yet: ask; its node fetches it for both of us. */
+		if (status != NOPFS_ERR_NOT_FOUND)
+			return status == NOPFS_OK;
+	}
+	return peer_plane_fetch(agent->peers, node, sample, buffer, size) == NOPFS_OK;
+}
+
+void team_disconnect_peers(struct agent *agent)
+{
+	if (agent->peers)
+		peer_plane_destroy(agent->peers);
+	agent->peers = NULL;
+	free((void *)agent->peer_generation);
+	agent->peer_generation = NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Another plan (replan.c).
+ */
+
+unsigned int team_peer_grace_ms(struct agent *agent)
+{
+	double rate = slow_rate(agent);
+	double ms =
+	        PEER_TIMEOUT_MS + (rate > 0 ? (double)agent->job.max_sample_size / rate * 1e3 : 0);
+
+	return ms > PEER_GRACE_MAX_MS ? PEER_GRACE_MAX_MS : (unsigned int)ms;
+}
+
+void team_plan_notify(struct agent *agent, uint32_t generation, const char *description)
+{
+	uint32_t sent;
+
+	if (!agent->peers)
+		return;
+	sent = peer_plane_notify(agent->peers, AGENT_NOTICE_PLAN, generation, description,
+	                         strlen(description) + 1);
+	nopfs_info("plan %" PRIu32 ": told %" PRIu32 " of %" PRIu32 " other agents", generation,
+	           sent, agent->bootstrap.nodes - 1);
+}
+
+void team_expose_plan(struct agent *agent)
+{
+	struct tier *ram = exposed_ram(agent);
+	void *packed = NULL;
+	size_t length = 0;
+
+	if (!agent->peers)
+		return;
+	place_primaries(agent);
+	if (peer_plane_expose(agent->peers, ram ? ram->base : NULL, ram ? ram->bytes : 0,
+	                      ram ? (void *)ram->state : NULL,
+	                      ram ? ram->primary_count : 0) != NOPFS_OK)
+		nopfs_warning("data plane: plan %" PRIu32 ": the RAM tier is not exposed: other "
+		              "nodes read what it keeps from the PFS",
+		              agent->generation);
+	peer_plane_set_generation(agent->peers, agent->generation);
+	atomic_store(&agent->peer_generation[agent->bootstrap.node], agent->generation);
+	if (peer_record_pack(peer_plane_local_record(agent->peers), &packed, &length) != NOPFS_OK)
+		return;
+	peer_plane_notify(agent->peers, AGENT_NOTICE_RECORD, agent->generation, packed, length);
+	free(packed);
+}
+
+void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation,
+                          const void *packed, size_t length)
+{
+	struct peer_record record;
+
+	if (!agent->peers || node >= agent->bootstrap.nodes || node == agent->bootstrap.node)
+		return;
+	if (peer_record_unpack(packed, length, &record) != NOPFS_OK) {
+		nopfs_warning("data plane: node %" PRIu32 " published a malformed record for plan "
+		              "%" PRIu32 ": what it keeps comes from the PFS",
+		              node, generation);
+		atomic_store(&agent->peer_generation[node], PEER_NO_GENERATION);
+		return;
+	}
+	if (peer_plane_connect(agent->peers, node, &record) != NOPFS_OK) {
+		nopfs_warning("data plane: cannot reach the agent of node %" PRIu32
+		              " for plan %" PRIu32 ": what it keeps comes from the PFS",
+		              node, generation);
+		atomic_store(&agent->peer_generation[node], PEER_NO_GENERATION);
+		return;
+	}
+	atomic_store(&agent->peer_generation[node], generation);
+	nopfs_info("data plane: node %" PRIu32 " is ready for plan %" PRIu32, node, generation);
+}

@@ -1,0 +1,5 @@
+# agent/tier: the node's storage tiers (RAM arena, SSD files).
+
+nopfs_agent_SOURCES += \
+	agent/tier/tier.c \
+	agent/tier/tier.h

@@ -1,0 +1,546 @@
+/* RAM and SSD tiers: packed sample files with per-sample states. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "job.h"
+#include "common/log.h"
+#include "pfs.h"
+#include "tier.h"
+#include "timing.h"
+#include "common/units.h"
+
+nopfs_status write_all(int fd, const void *data, uint64_t length)
+{
+	uint64_t done = 0;
+
+	while (done < length) {
+		ssize_t wrote = write(fd, (const char *)data + done, length - done);
+
+		if (wrote < 0 && errno == EINTR)
+			continue;
+		if (wrote <= 0)
+			return nopfs_status_from_errno(wrote < 0 ? errno : EIO);
+		done += (uint64_t)wrote;
+	}
+	return NOPFS_OK;
+}
+
+static nopfs_status check_room(const char *directory, uint64_t bytes, const char *what)
+{
+	struct statvfs fs;
+	char need[32], have[32];
+
+	if (statvfs(directory, &fs) != 0) {
+		nopfs_error("%s directory '%s': %m", what, directory);
+		return nopfs_status_from_errno(errno);
+	}
+	if ((uint64_t)fs.f_bavail * fs.f_frsize < bytes) {
+		nopfs_error(
+		        "%s directory '%s' has %s free, the plan needs %s", what, directory,
+		        nopfs_format_size((uint64_t)fs.f_bavail * fs.f_frsize, have, sizeof(have)),
+		        nopfs_format_size(bytes, need, sizeof(need)));
+		return NOPFS_ERR_RANGE;
+	}
+	return NOPFS_OK;
+}
+
+struct fill_key {
+	uint64_t step;
+	uint64_t position;
+};
+
+static int compare_fill_keys(const void *a, const void *b)
+{
+	const struct fill_key *x = a, *y = b;
+
+	if (x->step != y->step)
+		return x->step < y->step ? -1 : 1;
+	return (x->position > y->position) - (x->position < y->position);
+}
+
+/* The fill order of @tier's samples: first needed (by any rank of @job) first. */
+static nopfs_status tier_order(struct tier *tier, const struct job *job)
+{
+	uint64_t *steps = malloc((tier->count + 1) * sizeof(*steps));
+	struct fill_key *keys = malloc((tier->count + 1) * sizeof(*keys));
+	nopfs_status status = NOPFS_ERR_NOMEM;
+
+	if (!steps || !keys) {
+		nopfs_error("no memory to order tier %u of %" PRIu64 " samples", tier->index,
+		            tier->count);
+		goto out;
+	}
+	status = job_first_steps(job, tier->samples, tier->count, steps);
+	if (status != NOPFS_OK)
+		goto out;
+	for (uint64_t i = 0; i < tier->count; i++)
+		keys[i] = (struct fill_key){ .step = steps[i], .position = i };
+	qsort(keys, tier->count, sizeof(*keys), compare_fill_keys);
+	for (uint64_t i = 0; i < tier->count; i++)
+		tier->fill_order[i] = keys[i].position;
+	atomic_store(&tier->next_fill, 0);
+out:
+	free(keys);
+	free(steps);
+	return status;
+}
+
+/* The kept samples of this tier, their packed offsets, and the fill order. */
+static nopfs_status tier_index(struct tier *tier, const struct job *job)
+{
+	const uint64_t *sizes = nopfs_catalog_sizes(job->catalog);
+	uint64_t at = 0;
+
+	for (uint64_t k = 0; k < job->sampler.count; k++)
+		tier->count +=
+		        nopfs_placement_tier_on(job->placement, job->node, k) == (int)tier->index;
+	tier->samples = malloc((tier->count + 1) * sizeof(*tier->samples));
+	tier->offsets = malloc((tier->count + 1) * sizeof(*tier->offsets));
+	tier->state = calloc(tier->count + 1, sizeof(*tier->state));
+	tier->fill_order = malloc((tier->count + 1) * sizeof(*tier->fill_order));
+	if (!tier->samples || !tier->offsets || !tier->state || !tier->fill_order) {
+		nopfs_error("no memory to index tier %u of %" PRIu64 " samples", tier->index,
+		            tier->count);
+		return NOPFS_ERR_NOMEM;
+	}
+	/*
+	 * Primaries first, in sample order, so that every node can compute
+	 * where a primary sits (nopfs_placement_primary_place()); then this
+	 * node's replicas, also in sample order.
+	 */
+	for (int replicas = 0; replicas < 2; replicas++) {
+		for (uint64_t k = 0; k < job->sampler.count; k++) {
+			uint32_t holder = NOPFS_NO_NODE;
+
+			if (nopfs_placement_tier_on(job->placement, job->node, k) !=
+			    (int)tier->index)
+				continue;
+			nopfs_placement_locate(job->placement, k, &holder, NULL);
+			if ((holder == job->node) == (bool)replicas)
+				continue;
+			tier->samples[at] = (uint32_t)k;
+			tier->offsets[at] = tier->bytes;
+			tier->bytes += sizes[k];
+			at++;
+		}
+		if (!replicas)
+			tier->primary_count = at;
+	}
+	tier->offsets[at] = tier->bytes;
+	return tier_order(tier, job);
+}
+
+/* Create the file of a tier: RAM in the stage directory, SSD in a directory of ours. */
+static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_spec *spec,
+                                   const char *stage_dir, const char *job_id, uint32_t generation)
+{
+	const char *what = nopfs_tier_kind_name(tier->kind);
+	char suffix[16] = "";
+	nopfs_status status;
+
+	/* another plan's file may still be there while its samples are adopted */
+	if (generation)
+		snprintf(suffix, sizeof(suffix), ".%u", generation);
+
+	if (tier->kind == NOPFS_TIER_RAM) {
+		if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/.tier-%u%s", stage_dir,
+		                     tier->index, suffix) >= sizeof(tier->path)) {
+			nopfs_error("stage directory '%s' is too long", stage_dir);
+			return NOPFS_ERR_RANGE;
+		}
+		status = check_room(stage_dir, tier->bytes, "ram tier (stage)");
+	} else {
+		if ((size_t)snprintf(tier->directory, sizeof(tier->directory), "%s/nopfs-%s",
+		                     spec->path, job_id) >= sizeof(tier->directory)) {
+			nopfs_error("ssd tier directory '%s' is too long", spec->path);
+			return NOPFS_ERR_RANGE;
+		}
+		if (mkdir(tier->directory, 0700) != 0 && errno != EEXIST) {
+			status = nopfs_status_from_errno(errno);
+			nopfs_error("ssd tier: cannot create '%s': %m", tier->directory);
+			tier->directory[0] = '\0';
+			return status;
+		}
+		{
+			char directory[PATH_MAX];
+
+			memcpy(directory, tier->directory, sizeof(directory));
+			if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/tier-%u%s",
+			                     directory, tier->index, suffix) >= sizeof(tier->path))
+				return NOPFS_ERR_RANGE;
+		}
+		status = check_room(spec->path, tier->bytes, "ssd tier");
+	}
+	if (status != NOPFS_OK)
+		return status;
+	tier->fd = open(tier->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (tier->fd < 0) {
+		status = nopfs_status_from_errno(errno);
+		nopfs_error("%s tier: cannot create '%s': %m", what, tier->path);
+		return status;
+	}
+	if (ftruncate(tier->fd, (off_t)tier->bytes) != 0) {
+		status = nopfs_status_from_errno(errno);
+		nopfs_error("%s tier: cannot size '%s' to %" PRIu64 " bytes: %m", what, tier->path,
+		            tier->bytes);
+		return status;
+	}
+	if (tier->kind == NOPFS_TIER_RAM && tier->bytes > 0) {
+		tier->base =
+		        mmap(NULL, tier->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, tier->fd, 0);
+		if (tier->base == MAP_FAILED) {
+			tier->base = NULL;
+			nopfs_error("ram tier: cannot map '%s': %m", tier->path);
+			return NOPFS_ERR_NOMEM;
+		}
+	}
+	return NOPFS_OK;
+}
+
+nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
+                             const struct nopfs_tier_list *specs, const char *stage_dir,
+                             const char *job_id, uint32_t generation)
+{
+	nopfs_status status = NOPFS_OK;
+
+	memset(set, 0, sizeof(*set));
+	for (unsigned int t = 0; t < specs->count; t++) {
+		struct tier *tier = &set->tier[t];
+
+		tier->index = t;
+		tier->kind = specs->tier[t].kind;
+		tier->fd = -1;
+		tier->threads = 1;
+		pthread_mutex_init(&tier->lock, NULL);
+		cond_init_monotonic(&tier->changed);
+		set->count++;
+		status = tier_index(tier, job);
+		if (status == NOPFS_OK)
+			status = tier_open_file(tier, &specs->tier[t], stage_dir, job_id,
+			                        generation);
+		if (status != NOPFS_OK)
+			break;
+	}
+	if (status != NOPFS_OK)
+		tier_set_destroy(set);
+	return status;
+}
+
+/*
+ * Keep the address range of a RAM tier's mapping and its state array, which
+ * peers may still read, but not the memory: the range reads as zeros
+ * (absent) from now on. false if the range could not be replaced.
+ */
+static bool retire_ram(struct tier *tier, struct tier_retired **retired)
+{
+	struct tier_retired *kept = malloc(sizeof(*kept));
+
+	if (!kept)
+		return false;
+	if (mmap(tier->base, tier->bytes, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
+	         0) == MAP_FAILED) {
+		nopfs_warning("ram tier '%s': cannot release its memory: %m", tier->path);
+		free(kept);
+		return false;
+	}
+	*kept = (struct tier_retired){ .base = tier->base,
+		                       .bytes = tier->bytes,
+		                       .state = (void *)tier->state,
+		                       .next = *retired };
+	*retired = kept;
+	tier->base = NULL;
+	tier->state = NULL;
+	return true;
+}
+
+void tier_set_hide(struct tier_set *set)
+{
+	for (unsigned int t = 0; t < set->count; t++)
+		for (uint64_t i = 0; set->tier[t].base && i < set->tier[t].count; i++)
+			atomic_store(&set->tier[t].state[i], TIER_ABSENT);
+}
+
+void tier_set_retire(struct tier_set *set, struct tier_retired **retired)
+{
+	for (unsigned int t = 0; t < set->count; t++)
+		if (set->tier[t].base && !retire_ram(&set->tier[t], retired))
+			set->tier[t].state = NULL; /* leaked rather than reused under a peer */
+	tier_set_destroy(set);
+}
+
+void tier_retired_free(struct tier_retired *retired)
+{
+	while (retired) {
+		struct tier_retired *next = retired->next;
+
+		munmap(retired->base, retired->bytes);
+		free(retired->state);
+		free(retired);
+		retired = next;
+	}
+}
+
+void tier_set_destroy(struct tier_set *set)
+{
+	for (unsigned int t = 0; t < set->count; t++) {
+		struct tier *tier = &set->tier[t];
+
+		if (tier->base)
+			munmap(tier->base, tier->bytes);
+		if (tier->fd >= 0)
+			close(tier->fd);
+		if (tier->path[0])
+			unlink(tier->path);
+		if (tier->directory[0])
+			rmdir(tier->directory);
+		free(tier->samples);
+		free(tier->offsets);
+		free((void *)tier->state);
+		free(tier->fill_order);
+		pthread_cond_destroy(&tier->changed);
+		pthread_mutex_destroy(&tier->lock);
+	}
+	memset(set, 0, sizeof(*set));
+}
+
+/* Binary search of @sample among positions [low, high) (sorted there). */
+static int64_t search(const struct tier *tier, uint32_t sample, uint64_t low, uint64_t high)
+{
+	uint64_t end = high;
+
+	while (low < high) {
+		uint64_t middle = low + (high - low) / 2;
+
+		if (tier->samples[middle] < sample)
+			low = middle + 1;
+		else
+			high = middle;
+	}
+	return low < end && tier->samples[low] == sample ? (int64_t)low : -1;
+}
+
+int64_t tier_position(const struct tier *tier, uint32_t sample)
+{
+	int64_t position = search(tier, sample, 0, tier->primary_count);
+
+	return position >= 0 ? position : search(tier, sample, tier->primary_count, tier->count);
+}
+
+static nopfs_status tier_store(struct tier *tier, uint64_t position, const void *data)
+{
+	uint64_t offset = tier->offsets[position];
+	uint64_t size = tier->offsets[position + 1] - offset, done = 0;
+
+	if (tier->base) {
+		memcpy(tier->base + offset, data, size);
+		return NOPFS_OK;
+	}
+	while (done < size) {
+		ssize_t wrote = pwrite(tier->fd, (const char *)data + done, size - done,
+		                       (off_t)(offset + done));
+
+		if (wrote < 0 && errno == EINTR)
+			continue;
+		if (wrote <= 0) {
+			nopfs_error("ssd tier '%s': writing %" PRIu64 " bytes at %" PRIu64 ": %m",
+			            tier->path, size, offset);
+			return nopfs_status_from_errno(wrote < 0 ? errno : ENOSPC);
+		}
+		done += (uint64_t)wrote;
+	}
+	return NOPFS_OK;
+}
+
+nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer)
+{
+	uint64_t offset = tier->offsets[position];
+	uint64_t size = tier->offsets[position + 1] - offset, done = 0;
+
+	if (tier->base) {
+		memcpy(buffer, tier->base + offset, size);
+		return NOPFS_OK;
+	}
+	while (done < size) {
+		ssize_t got =
+		        pread(tier->fd, (char *)buffer + done, size - done, (off_t)(offset + done));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			nopfs_error("ssd tier '%s': reading %" PRIu64 " bytes at %" PRIu64 ": %m",
+			            tier->path, size, offset);
+			return NOPFS_ERR_IO;
+		}
+		done += (uint64_t)got;
+	}
+	return NOPFS_OK;
+}
+
+nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd)
+{
+	off_t offset = (off_t)tier->offsets[position];
+	uint64_t size = tier->offsets[position + 1] - tier->offsets[position], done = 0;
+
+	if (tier->base)
+		return write_all(fd, tier->base + offset, size);
+	while (done < size) {
+		ssize_t sent = sendfile(fd, tier->fd, &offset, size - done);
+
+		if (sent < 0 && errno == EINTR)
+			continue;
+		if (sent <= 0) {
+			nopfs_error("ssd tier '%s': copying %" PRIu64 " bytes out: %m", tier->path,
+			            size);
+			return NOPFS_ERR_IO;
+		}
+		done += (uint64_t)sent;
+	}
+	return NOPFS_OK;
+}
+
+static void tier_set_state(struct tier *tier, uint64_t position, enum tier_state state)
+{
+	pthread_mutex_lock(&tier->lock);
+	atomic_store(&tier->state[position], (uint8_t)state);
+	pthread_cond_broadcast(&tier->changed);
+	pthread_mutex_unlock(&tier->lock);
+}
+
+/* Store @buffer at @position (in flight, ours) and publish the outcome. */
+static nopfs_status finish_fill(struct tier *tier, uint64_t position, nopfs_status status,
+                                const void *buffer, struct agent_stats *stats,
+                                enum tier_state on_error)
+{
+	if (status == NOPFS_OK)
+		status = tier_store(tier, position, buffer);
+	tier_set_state(tier, position, status == NOPFS_OK ? TIER_PRESENT : on_error);
+	if (status == NOPFS_OK)
+		agent_count(&stats->tier_filled[tier->index],
+		            tier->offsets[position + 1] - tier->offsets[position]);
+	return status;
+}
+
+nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopfs_catalog *catalog,
+                         void *buffer, struct agent_stats *stats, const struct timespec *deadline,
+                         enum tier_fetch *fetched)
+{
+	enum tier_fetch from = TIER_FETCH_PFS;
+	uint8_t state;
+	nopfs_status status;
+
+	if (fetched)
+		*fetched = TIER_FETCH_NONE;
+	for (;;) {
+		uint8_t expected = TIER_ABSENT;
+
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
+			return NOPFS_OK;
+		if (atomic_compare_exchange_strong(&tier->state[position], &expected,
+		                                   TIER_IN_FLIGHT)) {
+			/* A replica's primary copy is on another node: read it there first. */
+			if (position >= tier->primary_count && tier->remote_read &&
+			    tier->remote_read(tier->remote_arg, tier->samples[position], buffer)) {
+				status = NOPFS_OK;
+				from = TIER_FETCH_REMOTE;
+			} else {
+				status = pfs_read_sample(catalog, tier->samples[position], buffer,
+				                         stats);
+			}
+			status = finish_fill(tier, position, status, buffer, stats, TIER_FAILED);
+			if (status == NOPFS_OK && fetched)
+				*fetched = from;
+			return status;
+		}
+		pthread_mutex_lock(&tier->lock);
+		while (atomic_load(&tier->state[position]) == TIER_IN_FLIGHT) {
+			int rc = deadline ? pthread_cond_timedwait(&tier->changed, &tier->lock,
+			                                           deadline)
+			                  : pthread_cond_wait(&tier->changed, &tier->lock);
+
+			if (rc == ETIMEDOUT)
+				break;
+		}
+		state = atomic_load(&tier->state[position]);
+		pthread_mutex_unlock(&tier->lock);
+		/* Absent again: a remote fill found nothing and left it; fetch it here. */
+		if (state != TIER_ABSENT)
+			break;
+	}
+	if (state == TIER_PRESENT)
+		return NOPFS_OK;
+	return state == TIER_IN_FLIGHT ? NOPFS_ERR_TIMEOUT : NOPFS_ERR_IO;
+}
+
+bool tier_fill_remote(struct tier *tier, uint64_t position, void *buffer, struct agent_stats *stats)
+{
+	uint8_t expected = TIER_ABSENT;
+	bool found;
+
+	if (!tier->remote_read)
+		return false;
+	if (!atomic_compare_exchange_strong(&tier->state[position], &expected, TIER_IN_FLIGHT))
+		return true; /* present, failed, or someone else is fetching it */
+	found = tier->remote_read(tier->remote_arg, tier->samples[position], buffer);
+	if (!found) {
+		tier_set_state(tier, position, TIER_ABSENT);
+		return false;
+	}
+	return finish_fill(tier, position, NOPFS_OK, buffer, stats, TIER_ABSENT) == NOPFS_OK;
+}
+
+void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg)
+{
+	for (unsigned int t = 0; t < set->count; t++) {
+		set->tier[t].remote_read = read;
+		set->tier[t].remote_arg = arg;
+	}
+}
+
+void tier_wake_all(struct tier_set *set)
+{
+	for (unsigned int t = 0; t < set->count; t++) {
+		pthread_mutex_lock(&set->tier[t].lock);
+		pthread_cond_broadcast(&set->tier[t].changed);
+		pthread_mutex_unlock(&set->tier[t].lock);
+	}
+}
+
+nopfs_status tier_set_reorder(struct tier_set *set, const struct job *job, uint64_t *present,
+                              uint64_t *bytes)
+{
+	*present = *bytes = 0;
+	for (unsigned int t = 0; t < set->count; t++) {
+		struct tier *tier = &set->tier[t];
+		nopfs_status status = tier_order(tier, job);
+
+		if (status != NOPFS_OK)
+			return status;
+		for (uint64_t i = 0; i < tier->count; i++)
+			if (atomic_load(&tier->state[i]) == TIER_PRESENT) {
+				(*present)++;
+				*bytes += tier->offsets[i + 1] - tier->offsets[i];
+			}
+	}
+	return NOPFS_OK;
+}
+
+void tier_set_move(struct tier_set *to, struct tier_set *from)
+{
+	memcpy(to, from, sizeof(*to));
+	for (unsigned int t = 0; t < to->count; t++) {
+		pthread_cond_destroy(&from->tier[t].changed);
+		pthread_mutex_destroy(&from->tier[t].lock);
+		pthread_mutex_init(&to->tier[t].lock, NULL);
+		cond_init_monotonic(&to->tier[t].changed);
+	}
+	memset(from, 0, sizeof(*from));
+}

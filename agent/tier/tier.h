@@ -1,0 +1,157 @@
+/*
+ * This node's tiers: a RAM tier is a file in the tmpfs stage directory mapped
+ * shared (so peers can read it as one registered region); an SSD tier is a
+ * file in a job-private directory on local storage. Samples sit at offsets
+ * computed from the plan, packed: first the samples this node holds the
+ * primary copy of, in sample order (every node can compute their offsets:
+ * nopfs_placement_primary_place()), then its replicas. No allocator and no
+ * metadata exchange is needed.
+ *
+ * Every kept sample has a state: absent, in flight (one thread is fetching
+ * it), present, or failed. Exactly one thread fetches a sample; others wait.
+ */
+#ifndef NOPFS_AGENT_TIER_H
+#define NOPFS_AGENT_TIER_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "catalog/catalog.h"
+#include "stats.h"
+#include "common/status.h"
+#include "plan/tierspec.h"
+
+enum tier_state {
+	TIER_ABSENT = 0,
+	TIER_IN_FLIGHT = 1,
+	TIER_PRESENT = 2,
+	TIER_FAILED = 3,
+};
+
+/*
+ * Read @sample into @buffer from elsewhere than the PFS (the node keeping its
+ * primary copy); false when it cannot, and the PFS is read instead.
+ */
+typedef bool tier_remote_read_fn(void *arg, uint32_t sample, void *buffer);
+
+/* Where a tier_ensure() call fetched its sample from, if it did. */
+enum tier_fetch { TIER_FETCH_NONE, TIER_FETCH_PFS, TIER_FETCH_REMOTE };
+
+struct tier {
+	unsigned int index; /* in the plan, 0 = fastest */
+	nopfs_tier_kind kind;
+	char directory[PATH_MAX]; /* SSD: the job-private directory we made */
+	char path[PATH_MAX];      /* the tier's file */
+	int fd;
+	uint8_t *base;          /* RAM: the mapping; SSD: NULL */
+	uint64_t bytes;         /* planned bytes (file size) */
+	uint64_t count;         /* kept samples */
+	uint64_t primary_count; /* the first ones: this node holds their primary copy */
+	uint32_t *samples;      /* primaries sorted, then replicas sorted */
+	uint64_t *offsets;      /* count + 1 */
+	_Atomic uint8_t *state;
+	uint64_t *fill_order; /* positions, first-needed first */
+	_Atomic uint64_t next_fill;
+	unsigned int threads; /* prefetch threads */
+	pthread_mutex_t lock; /* waiters for in-flight samples */
+	pthread_cond_t changed;
+	/* Where a replica is read from before the PFS (NULL: the PFS only). */
+	tier_remote_read_fn *remote_read;
+	void *remote_arg;
+};
+
+struct tier_set {
+	unsigned int count;
+	struct tier tier[NOPFS_TIERS_MAX];
+};
+
+struct job;
+
+/*
+ * Create the tiers of this node for the plan in @job: files, mappings,
+ * offsets, fill order. @stage_dir holds RAM tiers. Errors name the directory
+ * (missing, not writable, too little free space for the planned bytes).
+ */
+nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
+                             const struct nopfs_tier_list *specs, const char *stage_dir,
+                             const char *job_id, uint32_t generation);
+
+/* Unmap, close and remove every tier file and the directories made for them. */
+void tier_set_destroy(struct tier_set *set);
+
+/*
+ * Another plan (see replan.c). For another dataset, its tiers are created
+ * beside the current ones (file names carry the @generation given to
+ * tier_set_create()) and the current ones go. Peers may still read the
+ * RAM tier of the old plan: tier_set_hide() marks all of its samples absent
+ * for them; once their reads in flight are over, tier_set_retire() destroys
+ * the set but keeps the address ranges peers know (reading as zeros, using
+ * no memory) until tier_retired_free() at the end.
+ */
+struct tier_retired {
+	void *base;
+	uint64_t bytes;
+	void *state;
+	struct tier_retired *next;
+};
+
+/*
+ * The same samples for another stream of @job (same catalog and placement):
+ * the fill order from it, from the first; *@present and *@bytes count the
+ * samples already there.
+ */
+nopfs_status tier_set_reorder(struct tier_set *set, const struct job *job, uint64_t *present,
+                              uint64_t *bytes);
+void tier_set_hide(struct tier_set *set);
+
+/* Move @from (unused by any thread) into @to (destroyed or never created). */
+void tier_set_move(struct tier_set *to, struct tier_set *from);
+void tier_set_retire(struct tier_set *set, struct tier_retired **retired);
+void tier_retired_free(struct tier_retired *retired);
+
+/* The position of @sample in @tier, or -1 when the tier does not keep it. */
+int64_t tier_position(const struct tier *tier, uint32_t sample);
+
+/*
+ * Make position @position of @tier present: return at once if it is; fetch
+ * it into the tier if it is absent (a replica from the node keeping its
+ * primary copy when the tier has a remote_read that finds it, else the PFS;
+ * using @buffer, room for the sample); wait for the thread fetching it
+ * otherwise, until @deadline (NULL: no limit; CLOCK_MONOTONIC), and fetch it
+ * here if that thread left it absent. *fetched (may be NULL) tells whether
+ * and where this call fetched it. NOPFS_ERR_TIMEOUT past the deadline; the
+ * fetch's error if it failed.
+ */
+nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopfs_catalog *catalog,
+                         void *buffer, struct agent_stats *stats, const struct timespec *deadline,
+                         enum tier_fetch *fetched);
+
+/* Copy a present sample to the start of @fd (a new, empty file). */
+nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd);
+
+/* Copy a present sample into @buffer. */
+nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer);
+
+/*
+ * Fill @position from elsewhere than the PFS (the tier's remote_read), when
+ * absent. false when it is absent and could not be read there (it is left
+ * absent, for a later try or tier_ensure); true when it is now present or
+ * was not absent (present, failed, or being fetched by another thread).
+ */
+bool tier_fill_remote(struct tier *tier, uint64_t position, void *buffer,
+                      struct agent_stats *stats);
+
+/* Fill the replicas of every tier through @read (with @arg) before the PFS. */
+void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg);
+
+/* Wake every waiter (shutdown). */
+void tier_wake_all(struct tier_set *set);
+
+/* Write all of @length bytes at @data to @fd, retrying short writes. */
+nopfs_status write_all(int fd, const void *data, uint64_t length);
+
+#endif

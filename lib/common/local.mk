@@ -1,0 +1,13 @@
+# lib/common: status codes, the log, units, whole-file reads, fork-join.
+
+lib_libnopfs_core_la_SOURCES += \
+	lib/common/status.c \
+	lib/common/status.h \
+	lib/common/log.c \
+	lib/common/log.h \
+	lib/common/readall.c \
+	lib/common/readall.h \
+	lib/common/parallel.c \
+	lib/common/parallel.h \
+	lib/common/units.c \
+	lib/common/units.h

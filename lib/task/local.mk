@@ -1,0 +1,57 @@
+# lib/task: everything loaded into a training process: the task contract
+# (runtime), the wire protocol and its channel, the C API (libnopfs, with
+# its zero-copy ring) and the interposer (libnopfs_preload, LD_PRELOAD).
+
+lib_libnopfs_core_la_SOURCES += \
+	lib/task/wire.c \
+	lib/task/wire.h \
+	lib/task/runtime.c \
+	lib/task/runtime.h
+
+lib_LTLIBRARIES += \
+	lib/libnopfs.la \
+	lib/libnopfs_preload.la
+lib_libnopfs_la_SOURCES = \
+	lib/task/client.c \
+	lib/task/client_ring.c \
+	lib/task/client_ring.h \
+	lib/task/ring.h \
+	lib/task/nopfs.h \
+	lib/task/channel.c \
+	lib/task/channel.h \
+	lib/task/stage_index.c \
+	lib/task/stage_index.h \
+	lib/task/wire.c \
+	lib/task/wire.h \
+	lib/task/runtime.c \
+	lib/task/runtime.h \
+	lib/common/status.c \
+	lib/common/status.h \
+	lib/common/log.c \
+	lib/common/log.h
+lib_libnopfs_la_LDFLAGS = \
+	-version-info 0:0:0 \
+	-export-symbols-regex '^(nopfs_client_.*|nopfs_status_string)$$'
+lib_libnopfs_preload_la_SOURCES = \
+	lib/task/preload.c \
+	lib/task/preload.h \
+	lib/task/preload_serve.c \
+	lib/task/channel.c \
+	lib/task/channel.h \
+	lib/task/wire.c \
+	lib/task/wire.h \
+	lib/task/runtime.c \
+	lib/task/runtime.h \
+	lib/common/status.c \
+	lib/common/status.h
+# open(NULL) must fail with EFAULT as the real one does, whatever glibc's
+# nonnull declarations let the compiler assume.
+lib_libnopfs_preload_la_CFLAGS = $(AM_CFLAGS) -fno-delete-null-pointer-checks
+lib_libnopfs_preload_la_LDFLAGS = \
+	-module \
+	-avoid-version \
+	-export-symbols-regex '^(open|open64|openat|openat64|__open_2|__open64_2|__openat_2|__openat64_2|fopen|fopen64|freopen|freopen64)$$'
+nopfsincludedir = $(includedir)/nopfs
+nopfsinclude_HEADERS = \
+	lib/task/nopfs.h \
+	lib/common/status.h

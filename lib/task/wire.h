@@ -1,0 +1,184 @@
+/*
+ * The wire protocol between a task (interposer, C API) and its node's agent,
+ * over the agent's Unix stream socket.
+ *
+ * Every message is a 16-byte header and a payload, all little-endian:
+ *   u32 magic "NPFS"  u16 version  u16 type  u32 payload length  u32 request id
+ * A reply echoes the request id. Payloads are at most NOPFS_WIRE_MAX_PAYLOAD
+ * bytes and have a fixed layout per type (below); a message with a bad magic,
+ * another version, an unknown type, a length over the maximum or not that of
+ * its type is malformed: the receiver rejects it (the agent logs it, answers
+ * ERROR where it can, and closes that connection) and never trusts it.
+ *
+ *   HELLO      task -> agent   u32 pid, i32 rank (-1: unknown), u32 flags
+ *   WELCOME    agent -> task   u32 node, u32 world size, u64 samples, u32 flags
+ *   OPEN       task -> agent   i32 rank, u32 path length, path (relative to
+ *                              the dataset root, no NUL)
+ *   GET        task -> agent   i32 rank, u32 0, u64 sample index
+ *   SAMPLE     agent -> task   u64 index, u64 size, i64 label, u32 source,
+ *                              u32 0; carries one file descriptor (SCM_RIGHTS)
+ *                              of a read-only node-local copy: a regular file
+ *                              of exactly size bytes, in an open file
+ *                              description of its own (its offset and status
+ *                              flags become the task's), never truncated
+ *   STATS      task -> agent   (empty)
+ *   STATS_TEXT agent -> task   JSON text (no NUL)
+ *   ERROR      agent -> task   i32 status (nopfs_status), u32 text length,
+ *                              text: why; the task then reads the PFS
+ *   RELEASE    task -> agent   i32 rank, u32 ring slot, u64 sample index: the
+ *                              task is done with a ring slot (no reply)
+ *   RING       task -> agent   i32 rank, u32 0: stage this rank's samples into
+ *                              a ring (ring.h) the task maps
+ *   RING_FD    agent -> task   u32 slots, u32 0, u64 file bytes; carries the
+ *                              ring file's descriptor
+ *
+ * Also malformed: a reserved ("0") field that is not zero, an empty OPEN
+ * path, a SAMPLE source that is not a nopfs_wire_source, an ERROR status
+ * that is not negative, a NUL in any text.
+ */
+#ifndef NOPFS_WIRE_H
+#define NOPFS_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/status.h"
+
+#define NOPFS_WIRE_MAGIC       0x5346504eu /* "NPFS" */
+#define NOPFS_WIRE_VERSION     1
+#define NOPFS_WIRE_HEADER_SIZE 16
+#define NOPFS_WIRE_MAX_PAYLOAD 65536
+#define NOPFS_WIRE_PATH_MAX    4096
+
+typedef enum nopfs_wire_type {
+	NOPFS_WIRE_HELLO = 1,
+	NOPFS_WIRE_WELCOME = 2,
+	NOPFS_WIRE_OPEN = 3,
+	NOPFS_WIRE_GET = 4,
+	NOPFS_WIRE_SAMPLE = 5,
+	NOPFS_WIRE_STATS = 6,
+	NOPFS_WIRE_STATS_TEXT = 7,
+	NOPFS_WIRE_ERROR = 8,
+	NOPFS_WIRE_RELEASE = 9,
+	NOPFS_WIRE_RING = 10,
+	NOPFS_WIRE_RING_FD = 11,
+} nopfs_wire_type;
+
+/* Where a served copy came from (SAMPLE.source, and the report's keys). */
+typedef enum nopfs_wire_source {
+	NOPFS_FROM_STAGING = 0, /* already staged when asked */
+	NOPFS_FROM_RAM = 1,
+	NOPFS_FROM_SSD = 2,
+	NOPFS_FROM_PEER = 3,
+	NOPFS_FROM_PFS = 4,
+} nopfs_wire_source;
+
+/* HELLO names the client kind; in WELCOME, RING: the agent stages into rings on request. */
+#define NOPFS_WIRE_FLAG_INTERPOSER 0x1u
+#define NOPFS_WIRE_FLAG_API        0x2u
+#define NOPFS_WIRE_FLAG_RING       0x4u
+
+/* A decoded message. Strings point into the caller's payload buffer. */
+struct nopfs_wire_message {
+	nopfs_wire_type type;
+	uint32_t request_id;
+	union {
+		struct {
+			uint32_t pid;
+			int32_t rank;
+			uint32_t flags;
+		} hello;
+		struct {
+			uint32_t node;
+			uint32_t world_size;
+			uint64_t samples;
+			uint32_t flags;
+		} welcome;
+		struct {
+			int32_t rank;
+			uint32_t path_length;
+			const char *path; /* not NUL-terminated */
+		} open;
+		struct {
+			int32_t rank;
+			uint64_t index;
+		} get;
+		struct {
+			uint64_t index;
+			uint64_t size;
+			int64_t label;
+			uint32_t source;
+		} sample;
+		struct {
+			uint32_t length;
+			const char *text;
+		} stats_text;
+		struct {
+			int32_t rank;
+			uint32_t slot;
+			uint64_t index;
+		} release;
+		struct {
+			int32_t rank;
+		} ring;
+		struct {
+			uint32_t slots;
+			uint64_t bytes;
+		} ring_fd;
+		struct {
+			int32_t status;
+			uint32_t length;
+			const char *text;
+		} error;
+	} u;
+};
+
+/*
+ * Encode @message into @buffer (at least NOPFS_WIRE_HEADER_SIZE +
+ * NOPFS_WIRE_MAX_PAYLOAD bytes); returns the total length, or 0 when it
+ * cannot be encoded: unknown type, a string too long for its type, an empty
+ * path, a NUL in a string.
+ */
+size_t nopfs_wire_encode(const struct nopfs_wire_message *message, uint8_t *buffer);
+
+/*
+ * Check a received header: NOPFS_OK and *payload_length, or NOPFS_ERR_FORMAT
+ * (bad magic, unknown type, oversized) or NOPFS_ERR_UNSUPPORTED (another
+ * version), with a reason in @why (static text).
+ */
+nopfs_status nopfs_wire_check_header(const uint8_t *header, uint32_t *payload_length,
+                                     const char **why);
+
+/*
+ * Decode a complete message (header + payload of @length bytes) into
+ * @message. NOPFS_ERR_FORMAT with a reason in @why when the payload does not
+ * have its type's layout (wrong length, path length past the end, a path with
+ * a NUL, ...). Logs nothing: the caller knows who sent it.
+ */
+nopfs_status nopfs_wire_decode(const uint8_t *buffer, size_t length,
+                               struct nopfs_wire_message *message, const char **why);
+
+/*
+ * Send one message and, when @fd >= 0, one file descriptor with it (the
+ * caller keeps its own). Retries on EINTR and short writes; never raises
+ * SIGPIPE. Waits while the socket is full, at most its SO_SNDTIMEO.
+ * NOPFS_ERR_IO on failure (errno kept), NOPFS_ERR_INVALID (nothing sent) when
+ * the message cannot be encoded. After a failed send or receive the stream
+ * is out of step: close the connection.
+ */
+nopfs_status nopfs_wire_send(int socket, const struct nopfs_wire_message *message, int fd);
+
+/*
+ * Receive one message into @buffer (NOPFS_WIRE_HEADER_SIZE +
+ * NOPFS_WIRE_MAX_PAYLOAD bytes) and decode it. *fd (may be NULL) receives a
+ * passed file descriptor, close-on-exec, or -1 (extra descriptors are
+ * closed; all are closed on failure, when *fd is left alone). @timeout_ms is
+ * for the whole message; < 0 waits forever. Never reads past the message.
+ * NOPFS_ERR_TIMEOUT, NOPFS_ERR_IO (peer gone: errno ECONNRESET or 0 for EOF),
+ * NOPFS_ERR_FORMAT / NOPFS_ERR_UNSUPPORTED, each with @why set.
+ */
+nopfs_status nopfs_wire_receive(int socket, uint8_t *buffer, struct nopfs_wire_message *message,
+                                int *fd, int timeout_ms, const char **why);
+
+#endif

@@ -1,0 +1,59 @@
+# tests/agent: unit tests of the agent's parts (options, job report, probe,
+# data plane) and its system tests (tests/agent/system: the daemon
+# standalone under unmodified scripts, no Slurm).
+
+check_PROGRAMS += \
+	tests/agent/check_options \
+	tests/agent/check_job_report \
+	tests/agent/probe/check_probe \
+	tests/agent/peer/check_peer
+
+tests_agent_check_options_SOURCES = \
+	tests/agent/check_options.c \
+	agent/options.c
+tests_agent_check_options_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_check_options_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_agent_check_options_LDADD = lib/libnopfs_core.la $(UNIT_TEST_LIBS)
+
+tests_agent_check_job_report_SOURCES = \
+	tests/agent/check_job_report.c \
+	agent/job_report.c
+tests_agent_check_job_report_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_check_job_report_CFLAGS = $(UNIT_TEST_FLAGS) $(JANSSON_CFLAGS)
+tests_agent_check_job_report_LDADD = lib/report/libnopfs_report.la $(UNIT_TEST_LIBS) $(JANSSON_LIBS)
+
+tests_agent_probe_check_probe_SOURCES = tests/agent/probe/check_probe.c
+tests_agent_probe_check_probe_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_probe_check_probe_CFLAGS = $(UNIT_TEST_FLAGS) $(JANSSON_CFLAGS)
+tests_agent_probe_check_probe_LDADD = agent/libnopfs_agent.la $(UNIT_TEST_LIBS) $(JANSSON_LIBS)
+
+tests_agent_peer_check_peer_SOURCES = \
+	tests/agent/peer/check_peer.c \
+	tests/agent/peer/check_peer_failures.c
+tests_agent_peer_check_peer_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_peer_check_peer_CFLAGS = $(UNIT_TEST_FLAGS) $(UCX_CFLAGS)
+tests_agent_peer_check_peer_LDADD = agent/libnopfs_agent.la $(UNIT_TEST_LIBS) $(UCX_LIBS)
+
+TESTS += \
+	tests/agent/check_options \
+	tests/agent/check_job_report \
+	tests/agent/probe/check_probe \
+	tests/agent/peer/check_peer
+
+AGENT_SYSTEM_TESTS = \
+	tests/agent/system/test_pipeline.py \
+	tests/agent/system/test_api.py \
+	tests/agent/system/test_agent_killed.py \
+	tests/agent/system/test_replan.py \
+	tests/agent/system/test_wrong_seed.py \
+	tests/agent/system/test_security.py \
+	tests/agent/system/test_malformed.py
+TESTS += $(AGENT_SYSTEM_TESTS)
+if HAVE_MPI
+TESTS += tests/agent/system/test_mpi.py
+endif
+EXTRA_DIST += \
+	$(AGENT_SYSTEM_TESTS) \
+	tests/agent/system/test_mpi.py \
+	tests/agent/system/harness.py \
+	tests/agent/system/train_script.py

@@ -1,0 +1,207 @@
+"""Agent system tests without Slurm: start nopfs-agent standalone, run
+unmodified training scripts under the interposer, check bytes and reports.
+
+Every wait has a deadline; every process started is ended by its PID.
+"""
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP_SRCDIR = os.path.abspath(os.environ.get("top_srcdir", "."))
+TOP_BUILDDIR = os.path.abspath(os.environ.get("top_builddir", "."))
+AGENT = os.path.join(TOP_BUILDDIR, "nopfs-agent")
+REPORT = os.path.join(TOP_BUILDDIR, "nopfs-report")
+PRELOAD = os.path.join(TOP_BUILDDIR, "lib", ".libs", "libnopfs_preload.so")
+TRAIN = os.path.join(TOP_SRCDIR, "tests", "agent", "system", "train_script.py")
+MAKE_DATASET = os.path.join(TOP_SRCDIR, "contrib", "make-dataset")
+PYTHON = os.environ.get("NOPFS_PYTHON", "/usr/bin/python3")
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(77)
+
+
+def require_torch():
+    probe = subprocess.run([PYTHON, "-c", "import torch, torchvision"], capture_output=True)
+    if probe.returncode != 0:
+        if os.environ.get("NOPFS_REQUIRE_TORCH") == "1":
+            sys.exit(f"torch is required but {PYTHON} cannot import it")
+        skip(f"{PYTHON} cannot import torch")
+
+
+class Workspace:
+    """A temporary directory with a dataset, removed at exit."""
+
+    def __init__(self, samples=3000, classes=30, mean="110K", sd="20K"):
+        self.root = tempfile.mkdtemp(prefix="nopfs-agent-test-")
+        self.data = os.path.join(self.root, "data")
+        self.ssd = os.path.join(self.root, "ssd")
+        os.makedirs(self.ssd)
+        subprocess.run([PYTHON, MAKE_DATASET, self.data, "--samples", str(samples),
+                        "--classes", str(classes), "--mean", mean, "--sd", sd],
+                       check=True, stdout=subprocess.DEVNULL)
+        self.paths = []
+        for cls in sorted(os.listdir(self.data)):
+            for name in sorted(os.listdir(os.path.join(self.data, cls))):
+                if name.endswith(".JPEG"):
+                    self.paths.append(os.path.join(self.data, cls, name))
+        self.dataset_bytes = sum(os.path.getsize(p) for p in self.paths)
+        self._digests = {}
+
+    def digest(self, index):
+        if index not in self._digests:
+            with open(self.paths[index], "rb") as f:
+                self._digests[index] = hashlib.sha256(f.read()).hexdigest()
+        return self._digests[index]
+
+    def cleanup(self):
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+class Agent:
+    """A standalone nopfs-agent for one node."""
+
+    def __init__(self, ws, job_id, seed, epochs, world_size, ranks, tiers, extra=()):
+        self.ws = ws
+        self.job_id = f"{job_id}-{os.getpid()}"
+        self.runtime = os.path.join(ws.root, f"run-{job_id}")
+        self.stage = f"/dev/shm/nopfs-test-{self.job_id}"
+        self.report = os.path.join(ws.root, f"report-{job_id}.json")
+        self.log = os.path.join(ws.root, f"agent-{job_id}.log")
+        cmd = [AGENT, "--dataset", ws.data, "--seed", str(seed), "--epochs", str(epochs),
+               "--world-size", str(world_size), "--ranks", ",".join(map(str, ranks)),
+               "--job-id", self.job_id, "--runtime-dir", self.runtime, "--stage-dir", self.stage,
+               "--report", self.report, "--log", self.log, "--probe-budget", "1"] + (["--verbose"] if os.environ.get("NOPFS_TEST_VERBOSE") else [])
+        for tier in tiers:
+            cmd += ["--tier", tier]
+        cmd += list(extra)
+        self.started = time.time()
+        self.process = subprocess.Popen(cmd)
+        self.wait_ready()
+
+    def wait_ready(self, timeout=60):
+        deadline = time.time() + timeout
+        ready = os.path.join(self.runtime, "ready")
+        while time.time() < deadline:
+            if os.path.exists(ready):
+                self.ready_seconds = time.time() - self.started
+                return
+            if self.process.poll() is not None:
+                raise RuntimeError(f"agent exited with {self.process.returncode}: "
+                                   + open(self.log).read())
+            time.sleep(0.05)
+        self.kill()
+        raise RuntimeError(f"agent not ready within {timeout} s")
+
+    def env(self, rank=None):
+        env = dict(os.environ)
+        env.update({"LD_PRELOAD": PRELOAD, "NOPFS_SOCKET": os.path.join(self.runtime, "agent.sock"),
+                    "NOPFS_STAGE_DIR": self.stage, "NOPFS_DATASET": self.ws.data})
+        if rank is not None:
+            env["RANK"] = str(rank)
+        return env
+
+    def stop(self, timeout=5):
+        """SIGTERM; the agent must drain and write its report within 2 s."""
+        start = time.time()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise RuntimeError("agent did not exit within 5 s of SIGTERM")
+        self.stop_seconds = time.time() - start
+        return self.process.returncode
+
+    def kill(self):
+        """SIGKILL (no cleanup by the agent): remove what it would have."""
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+            shutil.rmtree(self.stage, ignore_errors=True)
+            shutil.rmtree(self.runtime, ignore_errors=True)
+
+    def read_report(self):
+        with open(self.report) as f:
+            return json.load(f)
+
+    def leftovers(self):
+        """Files the agent should have removed."""
+        left = []
+        if os.path.exists(self.stage):
+            left.append(self.stage)
+        if os.path.exists(os.path.join(self.runtime, "agent.sock")):
+            left.append("agent.sock")
+        if os.path.isdir(self.ws.ssd) and os.listdir(self.ws.ssd):
+            left.append(f"ssd: {os.listdir(self.ws.ssd)}")
+        return left
+
+
+def train(agent, ws, rank, world_size, seed, epochs, workers=2, sleep=0.0, preload=True,
+          timeout=600):
+    """Start one rank of the unmodified training script; returns (process, out path)."""
+    out = os.path.join(ws.root, f"out-{rank}-{time.time_ns()}.txt")
+    env = agent.env(rank) if preload else dict(os.environ)
+    cmd = [PYTHON, TRAIN, "--data", ws.data, "--rank", str(rank), "--world-size",
+           str(world_size), "--seed", str(seed), "--epochs", str(epochs), "--workers",
+           str(workers), "--sleep", str(sleep), "--out", out]
+    return subprocess.Popen(cmd, env=env), out
+
+
+def wait_all(processes, timeout=600):
+    deadline = time.time() + timeout
+    for process in processes:
+        left = max(1, deadline - time.time())
+        try:
+            if process.wait(timeout=left) != 0:
+                raise RuntimeError(f"training rank exited with {process.returncode}")
+        except subprocess.TimeoutExpired:
+            for p in processes:
+                if p.poll() is None:
+                    p.kill()
+            raise
+
+
+def verify(ws, outputs, expected_lines):
+    """Every sample's bytes equal the file's bytes; returns the number checked."""
+    checked = 0
+    for out in outputs:
+        with open(out) as f:
+            for line in f:
+                epoch, index, label, digest = line.split()
+                if digest != ws.digest(int(index)):
+                    raise AssertionError(f"sample {index} in epoch {epoch}: wrong bytes")
+                checked += 1
+    if checked != expected_lines:
+        raise AssertionError(f"{checked} samples read, expected {expected_lines}")
+    return checked
+
+
+def delivered(report):
+    total = 0
+    for key in ("delivered_staged", "delivered_on_request"):
+        total += sum(v["samples"] for v in report[key].values())
+    return total
+
+
+def read_merged_report(path):
+    """The job report node 0 wrote (--merged-report): there, and a JSON object."""
+    if not os.path.exists(path):
+        raise AssertionError(f"no job report at {path}")
+    with open(path) as f:
+        return json.load(f)
+
+
+def report_summary(path):
+    """nopfs-report's summary of a job report (its stderr); it must succeed."""
+    done = subprocess.run([REPORT, path], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise AssertionError(f"nopfs-report {path}: exit {done.returncode}: {done.stderr}")
+    return done.stderr

@@ -1,0 +1,4 @@
+# tests/contrib: the emulated PFS (nopfs-pfs) mounted and measured.
+
+TESTS += tests/contrib/check_pfs_emulator.sh
+EXTRA_DIST += tests/contrib/check_pfs_emulator.sh

@@ -1,0 +1,419 @@
+/* The job report: merging node reports, checking them, the summary, writing. */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report/report.h"
+
+/*
+ * A node report as the agent writes it (the keys the merge reads), with
+ * figures that differ per node: @pfs PFS bytes of which @probe by the
+ * probe, @ram samples delivered from RAM as staged copies (100 bytes
+ * each), @peer asked for and served from other nodes (10 bytes each).
+ */
+static json_t *node_report(int node, const char *job_id, json_int_t pfs, json_int_t probe,
+                           json_int_t ram, json_int_t peer, double stall_max)
+{
+	static const char *const sources[] = { "staging", "ram", "ssd", "peer", "pfs" };
+	json_t *staged = json_object(), *requested = json_object();
+
+	for (int s = 0; s < 5; s++) {
+		json_int_t staged_samples = strcmp(sources[s], "ram") == 0 ? ram : 0;
+		json_int_t requested_samples = strcmp(sources[s], "peer") == 0 ? peer : 0;
+
+		json_object_set_new(staged, sources[s],
+		                    json_pack("{s:I, s:I}", "samples", staged_samples, "bytes",
+		                              staged_samples * 100));
+		json_object_set_new(requested, sources[s],
+		                    json_pack("{s:I, s:I}", "samples", requested_samples, "bytes",
+		                              requested_samples * 10));
+	}
+	return json_pack("{s:s, s:s, s:i, s:{s:s, s:i, s:i, s:i}, s:o, s:o, "
+	                 "s:{s:I, s:I, s:I, s:f, s:f}, s:{s:i, s:f, s:f}, "
+	                 "s:{s:i, s:i, s:i}, s:{s:i, s:i}, s:{s:i, s:i}, s:{s:i}}",
+	                 "job_id", job_id, "host", "h", "node", node, "job", "dataset", "/data",
+	                 "samples", 1000, "epochs", 3, "world_size", 6, "delivered_staged", staged,
+	                 "delivered_on_request", requested, "pfs", "bytes", pfs, "probe_bytes",
+	                 probe, "dataset_bytes", (json_int_t)100000, "vs_dataset", 0.0, "vs_naive",
+	                 0.0, "stall", "requests", (int)peer, "seconds", 0.25, "max_seconds",
+	                 stall_max, "fallbacks", "unknown_path", 0, "timeout", 0, "read_error", 0,
+	                 "stream", "mismatched_requests", 0, "matched_deliveries", 0, "peers",
+	                 "timeouts", 0, "errors", 0, "connections", "watch_overflows", 0);
+}
+
+static json_int_t integer_at(const json_t *object, const char *key, const char *sub)
+{
+	const json_t *value = json_object_get(object, key);
+
+	if (sub)
+		value = json_object_get(value, sub);
+	ck_assert_msg(json_is_integer(value), "%s.%s is not an integer", key, sub ? sub : "");
+	return json_integer_value(value);
+}
+
+static double real_at(const json_t *object, const char *key, const char *sub)
+{
+	const json_t *value = json_object_get(object, key);
+
+	if (sub)
+		value = json_object_get(value, sub);
+	ck_assert_msg(json_is_number(value), "%s.%s is not a number", key, sub ? sub : "");
+	return json_number_value(value);
+}
+
+/* Whether one of @merged's problems contains @text. */
+static bool has_problem(const json_t *merged, const char *text)
+{
+	size_t i;
+	json_t *problem;
+
+	json_array_foreach(json_object_get(merged, "problems"), i,
+	                   problem) if (strstr(json_string_value(problem), text)) return true;
+	return false;
+}
+
+static char *summary_of(const json_t *merged)
+{
+	char *text = NULL;
+	size_t size = 0;
+	FILE *out = open_memstream(&text, &size);
+
+	ck_assert_ptr_nonnull(out);
+	ck_assert_int_eq(nopfs_report_print_summary(merged, out), 0);
+	fclose(out);
+	return text;
+}
+
+START_TEST(merge_three_nodes)
+{
+	/* Given out of order: the merge sorts by node. */
+	json_t *nodes[3] = {
+		node_report(2, "12", 30000, 2000, 300, 30, 0.002),
+		node_report(0, "12", 50000, 4000, 100, 10, 0.012),
+		node_report(1, "12", 40000, 3000, 200, 20, 0.005),
+	};
+	struct nopfs_report_error error = { 0 };
+	json_t *merged = nopfs_report_merge(nodes, 3, 3, &error), *per_node;
+	char *summary;
+
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert_str_eq(json_string_value(json_object_get(merged, "job_id")), "12");
+	ck_assert_str_eq(json_string_value(json_object_get(merged, "dataset")), "/data");
+	ck_assert_int_eq(integer_at(merged, "dataset_bytes", NULL), 100000);
+	ck_assert_int_eq(integer_at(merged, "epochs", NULL), 3);
+	ck_assert_int_eq(integer_at(merged, "world_size", NULL), 6);
+	ck_assert_int_eq(integer_at(merged, "nodes_expected", NULL), 3);
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "nodes_reported")), 3);
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "nodes_missing")), 0);
+	/* PFS: (50000-4000) + (40000-3000) + (30000-2000) = 111000 against S = 100000. */
+	ck_assert_int_eq(integer_at(merged, "pfs_bytes", NULL), 111000);
+	ck_assert_int_eq(integer_at(merged, "probe_bytes", NULL), 9000);
+	ck_assert_double_eq_tol(real_at(merged, "vs_dataset", NULL), 1.11, 1e-9);
+	ck_assert_double_eq_tol(real_at(merged, "vs_naive", NULL), 0.37, 1e-9);
+	/* Delivered: 600 staged copies from RAM, 60 requests served by peers. */
+	ck_assert_int_eq(integer_at(json_object_get(merged, "delivered"), "ram", "samples"), 600);
+	ck_assert_int_eq(integer_at(json_object_get(merged, "delivered"), "ram", "bytes"), 60000);
+	ck_assert_int_eq(integer_at(json_object_get(merged, "delivered"), "peer", "samples"), 60);
+	ck_assert_int_eq(integer_at(json_object_get(merged, "delivered"), "peer", "bytes"), 600);
+	ck_assert_int_eq(integer_at(json_object_get(merged, "delivered"), "pfs", "samples"), 0);
+	ck_assert_int_eq(integer_at(merged, "delivered_total", "samples"), 660);
+	ck_assert_int_eq(integer_at(merged, "delivered_total", "bytes"), 60600);
+	ck_assert_int_eq(integer_at(merged, "delivered_staged", "samples"), 600);
+	ck_assert_int_eq(integer_at(merged, "stall", "requests"), 60);
+	ck_assert_double_eq_tol(real_at(merged, "stall", "seconds"), 0.75, 1e-9);
+	ck_assert_double_eq_tol(real_at(merged, "stall", "max_seconds"), 0.012, 1e-9);
+	ck_assert_int_eq(integer_at(merged, "fallbacks", "timeout"), 0);
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 0);
+	per_node = json_object_get(merged, "per_node");
+	ck_assert_int_eq(json_array_size(per_node), 3);
+	for (int n = 0; n < 3; n++)
+		ck_assert_int_eq(integer_at(json_array_get(per_node, n), "node", NULL), n);
+
+	summary = summary_of(merged);
+	ck_assert_msg(
+	        strstr(summary, "nopfs: job 12 on 3 nodes: 1000 samples, 100.0 kB, 3 epochs\n"),
+	        "%s", summary);
+	ck_assert_msg(strstr(summary, "nopfs: PFS read 111.0 kB = 1.11 x dataset"), "%s", summary);
+	ck_assert_msg(strstr(summary, "probe read 9.0 kB more"), "%s", summary);
+	ck_assert_msg(strstr(summary, "delivered 660 samples: 90.9% node RAM, 0.0% node SSD, "
+	                              "9.1% other nodes, 0.0% PFS"),
+	              "%s", summary);
+	ck_assert_msg(strstr(summary, "60 requests waited 0.75 s in all, 12.0 ms at most"), "%s",
+	              summary);
+	ck_assert_msg(strstr(summary, "nopfs: problems: none\n"), "%s", summary);
+	for (char *line = summary; *line; line = strchr(line, '\n') + 1)
+		ck_assert_msg(strncmp(line, "nopfs: ", 7) == 0, "unprefixed line in %s", summary);
+	free(summary);
+	json_decref(merged);
+	for (int n = 0; n < 3; n++)
+		json_decref(nodes[n]);
+}
+END_TEST
+
+START_TEST(missing_node)
+{
+	json_t *nodes[2] = {
+		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
+		node_report(2, "12", 30000, 2000, 300, 30, 0.01),
+	};
+	struct nopfs_report_error error = { 0 };
+	json_t *merged = nopfs_report_merge(nodes, 2, 4, &error), *missing;
+	char *summary;
+
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	missing = json_object_get(merged, "nodes_missing");
+	ck_assert_int_eq(json_array_size(missing), 2);
+	ck_assert_int_eq(json_integer_value(json_array_get(missing, 0)), 1);
+	ck_assert_int_eq(json_integer_value(json_array_get(missing, 1)), 3);
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "nodes_reported")), 2);
+	ck_assert_int_eq(integer_at(merged, "pfs_bytes", NULL), 74000);
+	ck_assert(has_problem(merged, "no report from 2 nodes: 1, 3"));
+	summary = summary_of(merged);
+	ck_assert_msg(strstr(summary, "on 4 nodes (2 reported)"), "%s", summary);
+	ck_assert_msg(strstr(summary, "nopfs: problem: no report from 2 nodes: 1, 3\n"), "%s",
+	              summary);
+	free(summary);
+	json_decref(merged);
+
+	/* Without an expected count: up to the highest node reported. */
+	merged = nopfs_report_merge(nodes, 2, 0, &error);
+	ck_assert_int_eq(integer_at(merged, "nodes_expected", NULL), 3);
+	ck_assert(has_problem(merged, "no report from node 1"));
+	json_decref(merged);
+	/* A node beyond the expected count is an error naming it. */
+	ck_assert_ptr_null(nopfs_report_merge(nodes, 2, 2, &error));
+	ck_assert_int_eq(error.input, 1);
+	ck_assert_str_eq(error.text, "node 2 is not one of the job's 2 nodes");
+	json_decref(nodes[0]);
+	json_decref(nodes[1]);
+}
+END_TEST
+
+START_TEST(missing_key)
+{
+	json_t *nodes[2] = {
+		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
+		node_report(1, "12", 30000, 2000, 300, 30, 0.01),
+	};
+	struct nopfs_report_error error = { 0 };
+
+	json_object_del(json_object_get(nodes[1], "pfs"), "probe_bytes");
+	ck_assert_ptr_null(nopfs_report_merge(nodes, 2, 2, &error));
+	ck_assert_int_eq(error.input, 1);
+	ck_assert_str_eq(error.text, "node 1: key 'pfs.probe_bytes' is missing");
+	ck_assert(!nopfs_report_check_node(nodes[1], &error));
+	ck_assert_str_eq(error.text, "node 1: key 'pfs.probe_bytes' is missing");
+	ck_assert(nopfs_report_check_node(nodes[0], &error));
+	json_object_set_new(json_object_get(nodes[1], "pfs"), "probe_bytes", json_integer(0));
+	ck_assert(nopfs_report_check_node(nodes[1], &error));
+
+	/* Deep inside, and a wrong type. */
+	json_object_del(json_object_get(json_object_get(nodes[0], "delivered_on_request"), "ssd"),
+	                "bytes");
+	ck_assert_ptr_null(nopfs_report_merge(nodes, 2, 2, &error));
+	ck_assert_int_eq(error.input, 0);
+	ck_assert_str_eq(error.text, "node 0: key 'delivered_on_request.ssd.bytes' is missing");
+	json_object_set_new(nodes[1], "job_id", json_integer(12));
+	ck_assert(!nopfs_report_check_node(nodes[1], &error));
+	ck_assert_str_eq(error.text, "node 1: key 'job_id' is not a string");
+	json_object_set_new(nodes[1], "stall",
+	                    json_pack("{s:i, s:s}", "requests", 1, "seconds", "x"));
+	json_object_set_new(nodes[1], "job_id", json_string("12"));
+	ck_assert(!nopfs_report_check_node(nodes[1], &error));
+	ck_assert_str_eq(error.text, "node 1: key 'stall.seconds' is not a non-negative number");
+	/* No node index: the node is not known. */
+	json_object_del(nodes[1], "node");
+	ck_assert(!nopfs_report_check_node(nodes[1], &error));
+	ck_assert_str_eq(error.text, "key 'node' is missing");
+	/* Not even an object. */
+	json_decref(nodes[1]);
+	nodes[1] = json_array();
+	ck_assert(!nopfs_report_check_node(nodes[1], &error));
+	ck_assert_str_eq(error.text, "not a JSON object");
+	ck_assert_ptr_null(nopfs_report_merge(nodes, 0, 0, &error));
+	ck_assert_str_eq(error.text, "no node reports to merge");
+	json_decref(nodes[0]);
+	json_decref(nodes[1]);
+}
+END_TEST
+
+START_TEST(disagreeing_reports)
+{
+	json_t *nodes[3] = {
+		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
+		node_report(1, "13", 30000, 2000, 300, 30, 0.01),
+		node_report(2, "12", 30000, 2000, 300, 30, 0.01),
+	};
+	struct nopfs_report_error error = { 0 };
+	json_t *merged;
+
+	json_object_set_new(json_object_get(nodes[2], "job"), "epochs", json_integer(4));
+	json_object_set_new(json_object_get(nodes[2], "job"), "dataset", json_string("/other"));
+	merged = nopfs_report_merge(nodes, 3, 3, &error);
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	/* The figures are node 0's; the others' disagreements are problems. */
+	ck_assert_str_eq(json_string_value(json_object_get(merged, "job_id")), "12");
+	ck_assert(has_problem(merged, "node 1 disagrees on job_id: '13' (node 0: '12')"));
+	ck_assert(has_problem(merged, "node 2 disagrees on epochs: 4 (node 0: 3)"));
+	ck_assert(has_problem(merged, "node 2 disagrees on dataset: '/other' (node 0: '/data')"));
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 3);
+	json_decref(merged);
+
+	/* Two reports of one node: an error naming the second. */
+	json_object_set_new(nodes[2], "node", json_integer(1));
+	ck_assert_ptr_null(nopfs_report_merge(nodes, 3, 3, &error));
+	ck_assert_str_eq(error.text, "node 1 is reported twice");
+	for (int n = 0; n < 3; n++)
+		json_decref(nodes[n]);
+}
+END_TEST
+
+START_TEST(nodes_planned_for_different_steps)
+{
+	json_t *nodes[3] = {
+		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
+		node_report(1, "12", 30000, 2000, 300, 30, 0.01),
+		node_report(2, "12", 30000, 2000, 300, 30, 0.01),
+	};
+	struct nopfs_report_error error = { 0 };
+	json_t *merged, *planned = json_pack("{s:I, s:s}", "generation", 5, "outcome", "planned");
+	json_t *refused = json_pack("{s:I, s:s}", "generation", 6, "outcome", "refused");
+	char *summary;
+
+	/* nodes 0 and 2 planned for a later step on them only (another epoch count) */
+	for (int n = 0; n < 3; n += 2) {
+		json_object_set_new(nodes[n], "plan", json_integer(5));
+		json_object_set_new(nodes[n], "replans", json_pack("[O, O]", planned, refused));
+		json_object_set_new(json_object_get(nodes[n], "job"), "epochs", json_integer(4));
+	}
+	json_object_set_new(nodes[1], "plan", json_integer(0));
+	json_object_set_new(nodes[1], "replans", json_array());
+	merged = nopfs_report_merge(nodes, 3, 3, &error);
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 0);
+	ck_assert_int_eq(integer_at(merged, "replans", NULL), 1);
+	summary = summary_of(merged);
+	ck_assert_msg(strstr(summary, "nopfs: the agents planned for 1 later step with other "
+	                              "options"),
+	              "%s", summary);
+	free(summary);
+	json_decref(merged);
+
+	/* on the same plan, they must agree */
+	json_object_set_new(json_object_get(nodes[2], "job"), "epochs", json_integer(3));
+	merged = nopfs_report_merge(nodes, 3, 3, &error);
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert(has_problem(merged, "node 2 disagrees on epochs: 3 (node 0: 4)"));
+	json_decref(merged);
+	/* "replans" must be an array */
+	json_object_set_new(nodes[1], "replans", json_integer(1));
+	ck_assert_ptr_null(nopfs_report_merge(nodes, 3, 3, &error));
+	ck_assert_str_eq(error.text, "node 1: key 'replans' is not an array");
+	json_decref(planned);
+	json_decref(refused);
+	for (int n = 0; n < 3; n++)
+		json_decref(nodes[n]);
+}
+END_TEST
+
+START_TEST(health_problems)
+{
+	json_t *nodes[2] = {
+		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
+		node_report(1, "12", 30000, 2000, 300, 30, 0.01),
+	};
+	struct nopfs_report_error error = { 0 };
+	json_t *merged;
+
+	json_object_set_new(json_object_get(nodes[0], "fallbacks"), "timeout", json_integer(3));
+	json_object_set_new(json_object_get(nodes[1], "fallbacks"), "timeout", json_integer(4));
+	json_object_set_new(json_object_get(nodes[1], "fallbacks"), "read_error", json_integer(1));
+	json_object_set_new(json_object_get(nodes[1], "stream"), "mismatched_requests",
+	                    json_integer(40));
+	json_object_set_new(json_object_get(nodes[1], "stream"), "diagnosis",
+	                    json_string("they follow seed 0"));
+	json_object_set_new(json_object_get(nodes[0], "peers"), "timeouts", json_integer(2));
+	json_object_set_new(json_object_get(nodes[0], "connections"), "watch_overflows",
+	                    json_integer(5));
+	/* A node without peers reports null there. */
+	json_object_set_new(nodes[1], "peers", json_null());
+	merged = nopfs_report_merge(nodes, 2, 2, &error);
+	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert_int_eq(integer_at(merged, "fallbacks", "timeout"), 7);
+	ck_assert_int_eq(integer_at(merged, "fallbacks", "read_error"), 1);
+	ck_assert(has_problem(merged, "7 reads fell back to the PFS (timeout) on nodes 0, 1"));
+	ck_assert(has_problem(merged, "1 reads fell back to the PFS (read_error) on node 1"));
+	ck_assert(has_problem(merged, "node 1: 40 requests followed no local rank's stream: they "
+	                              "follow seed 0"));
+	ck_assert(has_problem(merged, "node 0: reads from other nodes: 2 timeouts, 0 errors"));
+	ck_assert(has_problem(merged, "node 0: the stage directory watch overflowed 5 times"));
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 5);
+	json_decref(merged);
+	json_decref(nodes[0]);
+	json_decref(nodes[1]);
+}
+END_TEST
+
+START_TEST(merged_checks_and_write)
+{
+	json_t *node = node_report(0, "7", 500, 100, 4, 0, 0.0), *merged, *back;
+	struct nopfs_report_error error = { 0 };
+	char dir[] = "/tmp/check_report.XXXXXX", path[64];
+	struct stat st;
+	FILE *sink = fopen("/dev/null", "w");
+
+	merged = nopfs_report_merge(&node, 1, 1, &error);
+	ck_assert_ptr_nonnull(merged);
+	ck_assert(nopfs_report_check_merged(merged, &error));
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/job.json", dir);
+	ck_assert_int_eq(nopfs_report_write(merged, path, 0644, &error), 0);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_int_eq(st.st_mode & 0777, 0644);
+	back = json_load_file(path, 0, NULL);
+	ck_assert(json_equal(back, merged));
+	json_decref(back);
+	/* Into a directory that does not exist: an error naming the path. */
+	snprintf(path, sizeof(path), "%s/none/job.json", dir);
+	ck_assert_int_eq(nopfs_report_write(merged, path, 0644, &error), -1);
+	ck_assert_msg(strstr(error.text, "/none/job.json"), "%s", error.text);
+
+	json_object_del(merged, "vs_naive");
+	ck_assert(!nopfs_report_check_merged(merged, &error));
+	ck_assert_str_eq(error.text, "key 'vs_naive' is missing");
+	ck_assert_int_eq(nopfs_report_print_summary(merged, sink), -1);
+	fclose(sink);
+	snprintf(path, sizeof(path), "%s/job.json", dir);
+	unlink(path);
+	rmdir(dir);
+	json_decref(merged);
+	json_decref(node);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *suite = suite_create("report");
+	TCase *tc = tcase_create("merge");
+	SRunner *runner;
+	int failed;
+
+	tcase_add_test(tc, merge_three_nodes);
+	tcase_add_test(tc, missing_node);
+	tcase_add_test(tc, missing_key);
+	tcase_add_test(tc, disagreeing_reports);
+	tcase_add_test(tc, nodes_planned_for_different_steps);
+	tcase_add_test(tc, health_problems);
+	tcase_add_test(tc, merged_checks_and_write);
+	suite_add_tcase(suite, tc);
+	runner = srunner_create(suite);
+	srunner_run_all(runner, CK_NORMAL);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,207 @@
+/*
+ * The plugin's plugstack.conf arguments: defaults, every key, and errors that
+ * name the key. And the description of a step the running agents re-plan
+ * for: its tasks over the agent step's nodes, and NOPFS_SPANK_PLAN's value.
+ */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "companion.h"
+#include "plugin.h"
+
+/* What companion.c needs of the rest of the plugin and of libslurm. */
+struct spank_config nopfs_config;
+struct spank_request nopfs_request;
+
+void slurm_error(const char *format, ...)
+{
+	va_list args;
+
+	va_start(args, format);
+	vfprintf(stderr, format, args);
+	va_end(args);
+	fputc('\n', stderr);
+}
+
+static void parse(struct spank_config *config, const char *line)
+{
+	char copy[1024], *argv[16], *save = NULL;
+	int argc = 0;
+
+	snprintf(copy, sizeof(copy), "%s", line);
+	for (char *word = strtok_r(copy, " ", &save); word && argc < 16;
+	     word = strtok_r(NULL, " ", &save))
+		argv[argc++] = word;
+	config_parse(config, argc, argv);
+}
+
+START_TEST(defaults)
+{
+	struct spank_config config;
+
+	parse(&config, "");
+	ck_assert_str_eq(config.error, "");
+	ck_assert(config.enabled);
+	ck_assert_str_eq(config.tiers, "ram:40%");
+	ck_assert_str_eq(config.srun, "/usr/bin/srun");
+	ck_assert(config.ram_max_percent == 60);
+	ck_assert_uint_eq(config.ready_timeout, 120);
+	ck_assert_str_eq(config.ssd_base, "");
+}
+END_TEST
+
+START_TEST(every_key)
+{
+	struct spank_config config;
+
+	parse(&config, "enable=no bindir=/opt/nopfs/bin preload=/opt/nopfs/lib/p.so srun=/opt/srun "
+	               "tiers=ram:8G,ssd:100G ram_max=75% ssd_base=/local probe_cache=/var/cache/n "
+	               "report_dir=/scratch/r ready_timeout=30 report_wait=0");
+	ck_assert_str_eq(config.error, "");
+	ck_assert(!config.enabled);
+	ck_assert_str_eq(config.bindir, "/opt/nopfs/bin");
+	ck_assert_str_eq(config.preload, "/opt/nopfs/lib/p.so");
+	ck_assert_str_eq(config.srun, "/opt/srun");
+	ck_assert_str_eq(config.tiers, "ram:8G,ssd:100G");
+	ck_assert(config.ram_max_percent == 75);
+	ck_assert_str_eq(config.ssd_base, "/local");
+	ck_assert_str_eq(config.probe_cache, "/var/cache/n");
+	ck_assert_str_eq(config.report_dir, "/scratch/r");
+	ck_assert_uint_eq(config.ready_timeout, 30);
+	ck_assert_uint_eq(config.report_wait, 0);
+}
+END_TEST
+
+/* @line must leave an error containing @fragment. */
+static void expect_error(const char *line, const char *fragment)
+{
+	struct spank_config config;
+
+	parse(&config, line);
+	ck_assert_msg(strstr(config.error, fragment), "'%s': error '%s' lacks '%s'", line,
+	              config.error, fragment);
+}
+
+START_TEST(errors_name_the_key)
+{
+	expect_error("tiers=ram:10% colour=blue", "unknown key 'colour'");
+	expect_error("bindir", "key 'bindir' needs a value");
+	expect_error("bindir=relative/bin", "bindir=relative/bin is not valid");
+	expect_error("enable=maybe", "enable=maybe is not valid; accepted: yes or no");
+	expect_error("ram_max=150%", "ram_max=150% is not valid");
+	expect_error("ram_max=50", "ram_max=50 is not valid");
+	expect_error("ready_timeout=soon", "ready_timeout=soon is not valid; accepted: seconds");
+	expect_error("tiers=disk:5G", "unknown tier kind 'disk'");
+	expect_error("report_wait=99999", "report_wait=99999 is not valid");
+}
+END_TEST
+
+/* companion_step_tasks() over space-separated node lists: its output, or "!" and the reason. */
+static const char *step_tasks(const char *agent_list, const char *step_list, const char *tasks)
+{
+	static char out[STEP_TASKS_MAX];
+	char agent_copy[256], step_copy[256], why[256], *agents[16], *steps[16], *save = NULL;
+	unsigned int agent_count = 0, step_count = 0;
+
+	snprintf(agent_copy, sizeof(agent_copy), "%s", agent_list);
+	snprintf(step_copy, sizeof(step_copy), "%s", step_list);
+	for (char *n = strtok_r(agent_copy, " ", &save); n && agent_count < 16;
+	     n = strtok_r(NULL, " ", &save))
+		agents[agent_count++] = n;
+	for (char *n = strtok_r(step_copy, " ", &save); n && step_count < 16;
+	     n = strtok_r(NULL, " ", &save))
+		steps[step_count++] = n;
+	if (companion_step_tasks(agents, agent_count, steps, step_count, tasks, out, sizeof(out),
+	                         why, sizeof(why)) != 0)
+		snprintf(out, sizeof(out), "!%s", why);
+	return out;
+}
+
+START_TEST(step_tasks_over_agent_nodes)
+{
+	/* agents on n[1-3], a step on n1 and n3 with 2 tasks each */
+	ck_assert_str_eq(step_tasks("n1 n2 n3", "n1 n3", "2(x2)"), "2,0,2");
+	ck_assert_str_eq(step_tasks("n1 n2 n3", "n1 n2 n3", "2(x3)"), "2(x3)");
+	ck_assert_str_eq(step_tasks("n1 n2 n3 n4", "n2 n3", "4,1"), "0,4,1,0");
+	ck_assert_str_eq(step_tasks("n1 n2 n3 n4 n5", "n4 n5", "3(x2)"), "0(x3),3(x2)");
+	/* the step's own order decides which count goes where */
+	ck_assert_str_eq(step_tasks("a b c", "c a", "1,5"), "5,0,1");
+}
+END_TEST
+
+START_TEST(step_tasks_refused)
+{
+	const char *out = step_tasks("n1 n2", "n1 n9", "1,1");
+
+	ck_assert_msg(strstr(out, "!its node n9 runs no agent"), "got '%s'", out);
+	out = step_tasks("n1 n2", "n1 n2", "1(x3)");
+	ck_assert_msg(strstr(out, "do not fit its 2 nodes"), "got '%s'", out);
+	out = step_tasks("n1 n2", "n1 n2", "1");
+	ck_assert_msg(strstr(out, "do not fit its 2 nodes"), "got '%s'", out);
+	out = step_tasks("n1 n2", "n1 n2", "1,x");
+	ck_assert_msg(strstr(out, "do not fit its 2 nodes"), "got '%s'", out);
+	out = step_tasks("n1 n2", "n1 n2", "1(x0),1");
+	ck_assert_msg(out[0] == '!', "got '%s'", out);
+}
+END_TEST
+
+/* NOPFS_SPANK_PLAN's value with '|' for the separator, or "!" and the reason. */
+static const char *plan(unsigned long long generation, const char *step_tasks_list)
+{
+	static char out[NOPFS_SPANK_PLAN_MAX], why[256];
+
+	if (companion_plan(generation, step_tasks_list, "cyclic", out, sizeof(out), why,
+	                   sizeof(why)) != 0) {
+		snprintf(out, sizeof(out), "!%s", why);
+		return out;
+	}
+	for (char *at = out; (at = strchr(at, NOPFS_PLAN_SEPARATOR)); at++)
+		*at = '|';
+	return out;
+}
+
+START_TEST(plan_value)
+{
+	nopfs_request =
+	        (struct spank_request){ .active = true, .seed = 7, .epochs = 3, .shuffle = true };
+	strcpy(nopfs_request.dataset, "/data/set");
+	ck_assert_str_eq(plan(5, "2,0,2"), "5|--dataset|/data/set|--index|imagefolder|--seed|7|"
+	                                   "--epochs|3|--step-tasks|2,0,2|"
+	                                   "--step-distribution|cyclic");
+	nopfs_request.shuffle = false;
+	nopfs_request.drop_last = true;
+	strcpy(nopfs_request.index, "list:/data/files.txt");
+	ck_assert_str_eq(plan(1, "1"), "1|--dataset|/data/set|--index|list:/data/files.txt|"
+	                               "--seed|7|--epochs|3|--step-tasks|1|"
+	                               "--step-distribution|cyclic|--no-shuffle|--drop-last");
+	/* one argument a line in the step file: a line break cannot be carried */
+	strcpy(nopfs_request.dataset, "/data/two\nlines");
+	ck_assert_msg(strstr(plan(1, "1"), "!'/data/two\nlines' holds a line break"), "got '%s'",
+	              plan(1, "1"));
+	strcpy(nopfs_request.dataset, "/data/unit\x1fseparated");
+	ck_assert_msg(plan(1, "1")[0] == '!', "a 0x1f byte is refused");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *suite = suite_create("spank_config");
+	TCase *tc = tcase_create("spank_config");
+	SRunner *runner;
+	int failed;
+
+	tcase_add_test(tc, defaults);
+	tcase_add_test(tc, every_key);
+	tcase_add_test(tc, errors_name_the_key);
+	tcase_add_test(tc, step_tasks_over_agent_nodes);
+	tcase_add_test(tc, step_tasks_refused);
+	tcase_add_test(tc, plan_value);
+	suite_add_tcase(suite, tc);
+	runner = srunner_create(suite);
+	srunner_run_all(runner, CK_NORMAL);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,7 @@
+# tools/report: nopfs-report, which checks, merges and prints job reports.
+
+bin_PROGRAMS += nopfs-report
+nopfs_report_SOURCES = \
+	tools/report/main.c
+nopfs_report_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+nopfs_report_LDADD = lib/report/libnopfs_report.la lib/libnopfs_core.la $(JANSSON_LIBS)
