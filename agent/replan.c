@@ -1,31 +1,9 @@
 /*
- * Another plan for the running agents: a later step of the job (another
- * srun) describes itself to the agent of each of its nodes: the plugin
- * writes step-GENERATION in the runtime directory (one agent option per
- * line: dataset, index, seed, epochs, shuffle, task layout; GENERATION is
- * the Slurm step id plus one), sends SIGUSR2 and waits until the ready file
- * says "PID GENERATION" (or the step file is gone: refused).
- *
- * - The same plan as the current one: only accepted.
- * - The same dataset with another stream (seed, epochs, shuffle, layout):
- *   the placement stays, so every sample cached anywhere in the job stays
- *   where it is and nothing is read again; this node's stagers and
- *   prefetchers start over for the new stream (its tiers' fill order, its
- *   ranks' windows). The other nodes keep their tiers as they are.
- * - Another dataset: a new catalog and placement for the whole job, so this
- *   agent tells every other one (a notice on the data plane) and each
- *   changes, the nodes the step does not run on too. The service pauses;
- *   new tiers are created; the old RAM tier is hidden from peers and, once
- *   their reads in flight are over, released (its address range stays
- *   reserved: peers may still hold its keys); the new one is exposed and
- *   its keys sent to the others. Sample numbers mean something within one
- *   dataset's plan only: a request from a peer on another plan is answered
- *   "not available", and this node reads a peer's RAM tier only once that
- *   peer has said it follows the same plan.
- *
- * A description the agent cannot plan for (malformed, a dataset it cannot
- * read, tiers that do not fit) is refused: the agent keeps its plan, says why
- * in its log and report, and removes the step file.
+ * Another plan for the running agents: a later step of the job describes
+ * itself in RUNTIME-DIR/step-GENERATION and sends SIGUSR2; the agent only
+ * accepts it, re-plans (same dataset: new streams; another dataset: a new
+ * catalog, placement and tiers on every node) or refuses it. See
+ * docs/architecture.md (Re-planning for a later step).
  */
 #include <dirent.h>
 #include <errno.h>

@@ -1,26 +1,8 @@
 /*
- * The data plane between the agents of a job: UCX (on InfiniBand/RoCE it
- * drives RDMA READ through libibverbs; here it runs over TCP).
- *
- * Each agent registers its RAM tier arena and the per-sample state array of
- * that tier with UCX (ucp_mem_map) and publishes, through PMIx, its worker
- * address and the packed keys of both regions. A peer then reads a sample in
- * two one-sided gets: the state byte (is it present yet?) and, if present,
- * the bytes. Samples a peer keeps elsewhere (SSD tier) are asked for with a
- * request/response exchange (active messages) that the owner answers from
- * its serve callback, or with "not available" when it has not fetched it.
- * A progress thread keeps UCX moving (over TCP, gets are emulated with
- * active messages and hang without progress). Every remote operation has a
- * deadline; past it, or on any error, the caller falls back to the PFS.
- *
- * When the agents change plans (another dataset), sample numbers change
- * meaning: requests carry the plan's generation, an agent exposes the RAM
- * tier of its new plan, and the agents tell one another through notices.
- *
- * A node whose operation timed out or whose connection failed is "down" for
- * one deadline (timeout_ms): operations on it fail at once with NOPFS_ERR_IO
- * instead of each waiting out a deadline; the next one after that reconnects.
- *
+ * The data plane between the agents of a job, over UCX: one-sided reads of
+ * the peers' RAM tiers, requests for samples kept elsewhere, notices about
+ * plans. Every remote operation has a deadline; past it, or on any error,
+ * the caller reads the PFS. Protocol: docs/protocols.md.
  * Threads: get, fetch, connect and stats may be called concurrently from any
  * threads; destroy only once they have all returned.
  */

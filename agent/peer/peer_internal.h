@@ -1,27 +1,10 @@
 /*
- * Internals of the data plane (peer.h), shared by its files:
- *   peer.c         the plane: UCX context, worker, registrations, progress thread
- *   peer_node.c    the nodes: connections (endpoint and keys), failures, hold-off
- *   peer_op.c      one remote operation: its UCX requests, deadline, abort
- *   peer_get.c     one-sided reads of a node's RAM tier
- *   peer_fetch.c   request/response: the asking side
- *   peer_serve.c   request/response: the answering side
- *   peer_notice.c  plans: the generation, new regions, notices between agents
- *   peer_record.c  the published record, packed and unpacked
- *
- * Threads. The worker is UCS_THREAD_MODE_MULTI: callers post operations from
- * their own threads while the progress thread alone calls
- * ucp_worker_progress(), so completion callbacks and active-message handlers
- * run there (or, for requests purged by an endpoint close, in the thread that
- * closes). Callers then sleep on their operation's condition variable. The
- * alternative, a worker owned by the progress thread with a queue of
- * operations, would add a queue hop and a wake-up to every get; UCX's own
- * lock already serializes the worker.
- *
- * Locks, in the order they may be taken: a node's lock, then UCX's worker
- * lock (inside ucp_* calls), then an operation's lock, the pending list's or
- * the reply spares'. Callbacks run under the worker lock, so they never take
- * a node lock, and nothing calls UCX while holding a lock taken by callbacks.
+ * Internals of the data plane (peer.h), shared by its files: peer.c (UCX
+ * context, worker, registrations, progress thread), peer_node.c
+ * (connections), peer_op.c (one operation and its deadline), peer_get.c,
+ * peer_fetch.c and peer_serve.c (one-sided reads, asking, answering),
+ * peer_notice.c (plans), peer_record.c (the record). Threads and lock
+ * order: docs/protocols.md.
  */
 #ifndef NOPFS_AGENT_PEER_INTERNAL_H
 #define NOPFS_AGENT_PEER_INTERNAL_H

@@ -1,20 +1,7 @@
 /*
- * The record an agent publishes, as one self-describing little-endian buffer:
- *
- *   offset  size  field
- *        0     4  magic "NPPR"
- *        4     2  version (1)
- *        6     2  header length (64)
- *        8     8  RAM arena base
- *       16     8  RAM arena length
- *       24     8  state array base
- *       32     8  state array length
- *       40     4  worker address length (> 0)
- *       44     4  RAM key length (0 if and only if the arena length is)
- *       48     4  state key length (likewise)
- *       52     4  reserved, zero
- *       56     8  total length of the buffer
- *       64        address, RAM key, state key, back to back
+ * The record an agent publishes through PMIx (its worker address, RAM tier
+ * and state array and their keys) as one self-describing little-endian
+ * buffer: packing and unpacking. Layout: docs/protocols.md.
  */
 #include <stdlib.h>
 #include <string.h>

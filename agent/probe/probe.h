@@ -1,53 +1,8 @@
 /*
- * The agent's probe: what this node's tiers and its view of the PFS
- * can do, measured at start within a time budget, so the performance model
- * (lib/model.h) runs on measured numbers, not on a table someone copied.
- *
- * Measured:
- *  - RAM: copy rate (bytes/s, each byte counted once) vs threads, memcpy
- *    between two pools of up to 128 MiB, far larger than a cache, which the
- *    threads of a measurement share out;
- *  - SSD (each ssd tier directory): random write then random read throughput
- *    vs threads at the dataset's mean sample size (rounded up to 4 KiB, see
- *    io_size), in a scratch file inside the tier directory that is unlinked
- *    as soon as it is open (nothing is left behind, whatever happens). The
- *    file takes at most 256 MiB and a tenth of the free space (less is used,
- *    with a warning, on a fuller disk). O_DIRECT is used where the file
- *    system accepts it; elsewhere (tmpfs on older kernels, ramfs) buffered
- *    I/O whose writes are flushed and whose pages are dropped after each
- *    operation (ssd[k].direct says which);
- *  - PFS: read throughput vs threads, reading whole real dataset files picked
- *    by a seeded permutation, whose bytes are counted in pfs_bytes_read. Each
- *    thread count reads its own slice of the permutation, so no file is read
- *    twice (a page-cache hit) unless the dataset has fewer files than the
- *    measurements need.
- * Thread counts are 1, 2, 4, ... and max_threads itself. Rates are aggregate
- * bytes/s as nopfs_curve points (x = threads). The thread count per tier is
- * the curve's knee (smallest count reaching 90% of the best), capped by
- * max_threads; for an SSD, the knee of its read curve (a tier is written
- * once and read every epoch).
- *
- * Time: the budget is split in shares, 1 for RAM, 2 for each SSD tier (write
- * and read) and 2 for the PFS, each share equally among its thread counts; 5%
- * is kept for cleaning up. Set-up time comes out of the phase that needs it,
- * and a phase that overruns shortens the ones after it (but a measurement
- * gets at least a fifth of its fair share). A measurement stops at its
- * deadline: every thread finishes the operation in flight (at most 1 MiB for
- * RAM and the PFS, one io_size for an SSD); its rate is the bytes moved over
- * the time taken. A PFS measurement also stops when its slice is read.
- * The SSD tiers go first, RAM next, the PFS last: closing a scratch file
- * frees its blocks, which can be slow (online discard, a busy journal), so
- * that happens on a thread while RAM and the PFS are measured. probe_run()
- * waits for the thread until the budget is spent; if it is still busy then,
- * it finishes on its own.
- *
- * Results are cached in cache_dir (created 0700) as JSON in a file named by a
- * hash of the key: host name, ssd tier directories (as given), dataset root,
- * io_size and max_threads (the two shape what is measured). A cache younger
- * than max_age_seconds whose key matches is used instead of measuring
- * (result.from_cache); an unreadable, corrupt or mismatched one is reported
- * with a warning and measured anew, and a cache that cannot be written only
- * warns.
+ * The agent's probe: what this node's RAM, SSD tiers and view of the PFS
+ * can do, measured at start within a time budget (or taken from a cache),
+ * so the performance model runs on measured numbers. What is measured and
+ * how: docs/architecture.md (Probe).
  */
 #ifndef NOPFS_AGENT_PROBE_H
 #define NOPFS_AGENT_PROBE_H

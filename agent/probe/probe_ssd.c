@@ -1,20 +1,8 @@
 /*
  * SSD random write and read rates at the sample size, in a scratch file of
- * the tier directory.
- *
- * The file is created O_EXCL with a unique name, 0600, and unlinked as soon
- * as it is open: nothing is left in the directory on any path, even a crash
- * (but for the instant between the two). It is divided into slots of io_size
- * bytes. The write pass writes random slots, each thread its own; the read
- * pass reads random slots among those written (a hole would be read as zeros
- * without touching the device). Buffers are 4 KiB aligned and hold random
- * bytes (a compressing device would flatter zeros).
- *
- * O_DIRECT is tried first: a file system may refuse it at open or at the
- * first write (EINVAL). Buffered I/O then stands in: each write is pushed to
- * the device and waited for (sync_file_range, no cache flush, like O_DIRECT)
- * and the pages of each operation are dropped (POSIX_FADV_DONTNEED), so reads
- * do not come from the page cache where the device backs it.
+ * the tier directory that is unlinked as soon as it is open: O_DIRECT where
+ * the file system takes it, else buffered I/O pushed to the device and
+ * dropped after each operation. See docs/architecture.md (Probe).
  */
 #include "config.h"
 

@@ -1,24 +1,7 @@
 /*
  * Dataset catalog: the samples of a dataset in the training script's index
- * order, with their sizes and labels.
- *
- * Two index formats:
- *  - imagefolder: torchvision's ImageFolder/DatasetFolder order. Class
- *    directories are the sorted subdirectories of the root (symlinks to
- *    directories count); the label of a sample is its class's position. Each
- *    class directory is walked recursively following symlinks; the visited
- *    directories are taken in sorted order of their full path and the files of
- *    each in sorted order (Python's sorted(os.walk(...)) order), keeping the
- *    files whose lower-cased name ends with one of the extensions.
- *  - list: a text file, one sample per line, index = line number (from 0).
- *    A line is "PATH" or "PATH<whitespace>LABEL" where LABEL is a decimal
- *    integer (the last whitespace-separated field, when it is one). PATH is
- *    relative to the root or absolute inside it.
- *
- * Sorting is Python's str order: by code point, bytes that are not UTF-8
- * counting as the surrogates U+DC80..U+DCFF os.fsdecode() makes of them; for
- * UTF-8 names that is strcmp() order. Sizes are 64-bit. Indices are 32-bit:
- * at most 2^32 - 1 samples.
+ * order (torchvision ImageFolder, or a list file), with their sizes and
+ * labels. Ordering rules: docs/architecture.md (Catalog).
  */
 #ifndef NOPFS_CATALOG_H
 #define NOPFS_CATALOG_H

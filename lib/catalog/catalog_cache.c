@@ -1,24 +1,7 @@
 /*
- * The catalog cache: a scan's result and what it saw, in
- * cache_dir/catalog-<hash>.nopfs, the hash over (real root path, format,
- * real list path, extensions).
- *
- * Layout (integers little-endian, strings a u32 length and the bytes):
- *   0  magic "NOPFSCCH", u32 version (1), u32 zero
- *  16  u64 metadata length, u64 FNV-1a 64 of the bytes before it and of
- *      the metadata
- *  32  metadata: u32 format, root, list path and extensions strings; the
- *      list file's stamp; u64 digest of the samples' stamps in index order;
- *      u64 directory count and per directory its path relative to the root
- *      and stamp; u64 watched-symlink count and their paths
- *   .  the serialized catalog (catalog_serialize.c), checksummed on its own
- * A stamp is u64 inode, size, mtime and ctime in nanoseconds. Device numbers
- * are left out: they differ between the nodes mounting one file system.
- *
- * The cache is used only if every stamp still matches. Timestamps are
- * coarse (a kernel tick), so a scan that sees a timestamp less than
- * CACHE_RACY_NS old is not cached: a change in the same tick would go
- * unnoticed.
+ * The catalog cache: a scan's result and the stamps of what it saw, in
+ * cache_dir/catalog-<hash>.nopfs, used only while every stamp still
+ * matches. Layout and rules: docs/architecture.md (Catalog).
  */
 #include "config.h"
 

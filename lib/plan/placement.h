@@ -1,32 +1,8 @@
 /*
- * Placement: which node keeps each sample, in which tier.
- *
- * Computed per node (not per rank) over all epochs and the real task layout,
- * identically on every node from the same inputs (seed, sizes, layout, tier
- * capacities): nothing but those small inputs is ever exchanged.
- *
- * Policy NOPFS_POLICY_OWNER_FIRST (ours):
- *  1. The owner of a sample is the node that reads it most often over the
- *     E epochs; ties go to the node that reads it first (epoch, regular read
- *     before padding). Unread samples (drop_last) have no owner.
- *  2. Each node keeps its owned samples in the order (reads desc, first epoch
- *     asc, sample id asc), each in its fastest tier with room (tiers are given
- *     fastest first).
- *  3. Coverage: samples whose owner had no room, in the same order, go to the
- *     node that reads them most among those with room (same tie rule), else to
- *     the first node with room after a rotating cursor; with no room anywhere
- *     they stay on the PFS. After 1-3 every sample has at most one "primary"
- *     holder, known to every node.
- *  4. Replicas: room left on a node takes the samples that node reads most and
- *     does not hold yet (same order), filled from the primary holder, not
- *     the PFS. Replicas are computed for the nodes in scope only; they never
- *     change primaries, so other nodes need not know them.
- *  A sample's first PFS read is then its only one when aggregate room >= S.
- *
- * Policy NOPFS_POLICY_GREEDY (NoPFS, SC'21 section 5.1, for comparison): each
- * node independently keeps the samples it reads most (ties by its first
- * epoch, then id), filling its tiers in order and moving to the next tier when
- * a sample does not fit; every copy is filled from the PFS.
+ * Placement: which node keeps each sample, in which tier, computed per node
+ * over all epochs and identically on every node from the same small inputs.
+ * Two policies: ours (owner-first) and NoPFS's greedy one, for comparison;
+ * see docs/architecture.md (Placement).
  */
 #ifndef NOPFS_PLACEMENT_H
 #define NOPFS_PLACEMENT_H

@@ -1,18 +1,8 @@
 /*
  * A task's connection to its node's agent, shared by the C API (client.c)
- * and the interposer (preload.c): connect and handshake, one request and its
- * reply at a time, and what happens when the agent misbehaves.
- *
- * A channel is plain data (no allocation, no logging), so the interposer can
- * keep one in static storage and use it from inside open(). It is not
- * thread-safe: callers lock around it. It never shares a socket between
- * processes: used in a forked child, or after the application closed or
- * replaced its descriptor, it drops the socket and connects anew.
- *
- * After a transport failure (connect refused, timeout, I/O error, malformed
- * or unexpected reply) the channel is closed and backs off: no new attempt
- * for 1 s, doubling with each consecutive failure up to 30 s, so that a dead
- * or hung agent costs its callers (almost) nothing.
+ * and the interposer (preload.c): connect and handshake, one call at a
+ * time, back-off after the agent fails (docs/protocols.md). Plain data (no
+ * allocation, no logging), not thread-safe, never shared between processes.
  */
 #ifndef NOPFS_CHANNEL_H
 #define NOPFS_CHANNEL_H

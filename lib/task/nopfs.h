@@ -1,34 +1,14 @@
 /*
- * nopfs.h: the C API of nopfs for training code that wants its samples
- * zero-copy from the node's agent instead of opening files.
- *
- *	struct nopfs_client *client;
- *	struct nopfs_sample sample;
+ * nopfs.h: the C API of nopfs, for training code that wants its samples
+ * zero-copy from the node's agent (or, when it cannot serve, the PFS):
  *
  *	nopfs_client_connect(NULL, -1, &client);    // socket from $NOPFS_SOCKET
  *	nopfs_client_get(client, index, &sample);   // sample.data, sample.size, sample.label
- *	... use sample.data (read-only) ...
  *	nopfs_client_release(client, &sample);
  *	nopfs_client_disconnect(client);
  *
- * A sample is a read-only view of a node-local copy mapped into the caller
- * (no copy is made); it stays valid until released, even if the agent exits.
- * When the agent cannot serve a sample (gone, too slow, not staged and
- * unreachable), the API reads it from the PFS itself, so get() fails only
- * when the sample cannot be read at all. Functions return a nopfs_status
- * (0 on success, negative on error; nopfs_status_string() describes it).
- * A client is not thread-safe: use one per thread, or lock around it. After
- * fork(), the child must connect its own client (a client used in a child
- * anyway connects again rather than share the parent's socket).
- *
- * Where samples come from, in order: the staging directory ($NOPFS_STAGE_DIR,
- * "i<index>", no round trip; needs the staging index for the label), the
- * agent (GET, waiting at most $NOPFS_TIMEOUT_MS, default 10 s), the PFS
- * ($NOPFS_DATASET and the path in the staging index). After the agent fails
- * (timeout, dead, nonsense) it is left alone for 1 s, doubling up to 30 s.
- * The PFS fallback is unavailable when the staging index is absent or
- * invalid (get() then fails with NOPFS_ERR_UNSUPPORTED when the agent cannot
- * serve). Errors are logged on stderr ("nopfs: ...").
+ * Functions return a nopfs_status (0, or negative). A client is not
+ * thread-safe. Where samples come from: docs/task-contract.md.
  */
 #ifndef NOPFS_H
 #define NOPFS_H

@@ -1,18 +1,8 @@
 /*
  * The staging ring of one rank for the C API: a file in the stage directory
- * that the agent and the rank's processes map shared (the agent passes its
- * descriptor in answer to RING, see wire.h). The agent stages the rank's next
- * samples into its data area, in stream order, and publishes each in a slot;
- * a process takes a slot with one compare-and-swap and reads the sample in
- * place (zero copy, no system call), then releases it; every so many releases
- * it tells the agent (RELEASE), which then collects every released slot and
- * reuses the space (it also collects on its own when it has nothing to do).
- *
- * Slot states: FREE -> WRITING -> READY (agent) -> TAKEN -> RELEASED (task)
- * -> FREE (agent). The agent writes a slot's fields before it stores READY
- * with release order; a task reads them after loading READY with acquire
- * order. The agent never trusts what tasks write: it keeps its own copy of
- * every slot's place and reads only their states.
+ * that the agent and the rank's processes map shared. The agent publishes
+ * samples in slots; processes take, read in place and release them. Slot
+ * states and memory ordering: docs/task-contract.md.
  */
 #ifndef NOPFS_RING_H
 #define NOPFS_RING_H

@@ -1,44 +1,8 @@
 /*
- * The runtime contract between a node's agent and the tasks it serves.
- *
- * Environment of the tasks (set by the SPANK plugin, or by hand when the
- * agent runs standalone):
- *   NOPFS_SOCKET       the agent's Unix socket
- *   NOPFS_STAGE_DIR    the staging directory (tmpfs, 0700, the job user's)
- *   NOPFS_DATASET      the dataset root, as the training script names it
- *   NOPFS_TIMEOUT_MS   how long a task waits for the agent per request
- *                      (default 10000); then it reads the PFS
- *   NOPFS_RANK         the task's rank (else RANK, else SLURM_PROCID)
- *   NOPFS_DISABLE      set to 1 to turn the interposer off
- *   NOPFS_DEBUG        set to 1 for the interposer's debug log on stderr
- *
- * Staging: the agent stages each rank's next samples, in that rank's access
- * order, as complete files in the staging directory, named for the rank they
- * are staged for: "p<rank>.<escaped relative path>" ('%' is written "%25" and
- * '/' "%2F"), which the interposer computes from the path it is asked to
- * open, or "i<rank>.<index>" (decimal rank and sample index) when the path
- * name would not fit NAME_MAX or the dataset has no paths. Per-rank names let
- * the agent tell which rank read a copy (an open does not say who opened it),
- * and keep two ranks that need the same sample from sharing one copy. A task
- * that does not know its rank skips this fast path. A file appears under its
- * name only once complete (written under a temporary name, then linked). A
- * task opens it read-only; the agent sees the open (inotify) and removes the
- * name, so the memory is freed when the task closes it. Anything not staged
- * is asked of the agent over the socket (see wire.h); if that fails or times
- * out, the task reads the PFS itself. A C API process instead takes its
- * rank's samples from a staging ring it maps (ring.h).
- *
- * The agent also publishes "index" in the staging directory for the C API:
- * a header, then for every sample its size (u64) and label (i64), then
- * count + 1 path offsets (u64) into the blob of relative paths that follows
- * (not NUL-terminated; empty for synthetic datasets), so the API can read a
- * sample from the PFS when the agent cannot serve it. Precisely, in the
- * node's byte order: struct nopfs_stage_index_header; count sizes (u64);
- * count labels (i64); count + 1 offsets (u64: offsets[0] = 0, path i is
- * blob[offsets[i], offsets[i + 1]), offsets[count] = blob length); the blob.
- * The file size is exactly that. It is written under a temporary name and
- * renamed into place before tasks connect, and never modified afterwards
- * (tasks map it: truncating it in place would crash them).
+ * The runtime contract between a node's agent and the tasks it serves: the
+ * environment variables, the names in the staging directory, the staging
+ * index's header and the agent's exit status for "start the step again".
+ * See docs/task-contract.md.
  */
 #ifndef NOPFS_RUNTIME_H
 #define NOPFS_RUNTIME_H

@@ -1,40 +1,8 @@
 /*
- * The wire protocol between a task (interposer, C API) and its node's agent,
- * over the agent's Unix stream socket.
- *
- * Every message is a 16-byte header and a payload, all little-endian:
- *   u32 magic "NPFS"  u16 version  u16 type  u32 payload length  u32 request id
- * A reply echoes the request id. Payloads are at most NOPFS_WIRE_MAX_PAYLOAD
- * bytes and have a fixed layout per type (below); a message with a bad magic,
- * another version, an unknown type, a length over the maximum or not that of
- * its type is malformed: the receiver rejects it (the agent logs it, answers
- * ERROR where it can, and closes that connection) and never trusts it.
- *
- *   HELLO      task -> agent   u32 pid, i32 rank (-1: unknown), u32 flags
- *   WELCOME    agent -> task   u32 node, u32 world size, u64 samples, u32 flags
- *   OPEN       task -> agent   i32 rank, u32 path length, path (relative to
- *                              the dataset root, no NUL)
- *   GET        task -> agent   i32 rank, u32 0, u64 sample index
- *   SAMPLE     agent -> task   u64 index, u64 size, i64 label, u32 source,
- *                              u32 0; carries one file descriptor (SCM_RIGHTS)
- *                              of a read-only node-local copy: a regular file
- *                              of exactly size bytes, in an open file
- *                              description of its own (its offset and status
- *                              flags become the task's), never truncated
- *   STATS      task -> agent   (empty)
- *   STATS_TEXT agent -> task   JSON text (no NUL)
- *   ERROR      agent -> task   i32 status (nopfs_status), u32 text length,
- *                              text: why; the task then reads the PFS
- *   RELEASE    task -> agent   i32 rank, u32 ring slot, u64 sample index: the
- *                              task is done with a ring slot (no reply)
- *   RING       task -> agent   i32 rank, u32 0: stage this rank's samples into
- *                              a ring (ring.h) the task maps
- *   RING_FD    agent -> task   u32 slots, u32 0, u64 file bytes; carries the
- *                              ring file's descriptor
- *
- * Also malformed: a reserved ("0") field that is not zero, an empty OPEN
- * path, a SAMPLE source that is not a nopfs_wire_source, an ERROR status
- * that is not negative, a NUL in any text.
+ * The wire protocol between a task (interposer, C API) and its node's agent
+ * over the agent's Unix stream socket: a 16-byte little-endian header
+ * (magic "NPFS", version, type, payload length, request id) and a payload
+ * of fixed layout per type. Messages, fields and errors: docs/protocols.md.
  */
 #ifndef NOPFS_WIRE_H
 #define NOPFS_WIRE_H
