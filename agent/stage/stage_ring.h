@@ -1,5 +1,5 @@
 /*
- * The agent's side of a rank's staging ring (lib/ring.h): a file in the stage
+ * The agent's side of a rank's staging ring (lib/task/ring.h): a file in the stage
  * directory, mapped shared, whose data area is allocated in stream order like
  * a circular buffer. Its private bookkeeping (where each slot's bytes are)
  * never depends on what tasks write into the shared slots, only their states

@@ -1,4 +1,4 @@
-/* nopfs-plan: options and output, shared by plan_main.c and plan_print.c. */
+/* nopfs-plan: options and output, shared by main.c and print.c. */
 #ifndef NOPFS_PLAN_H
 #define NOPFS_PLAN_H
 
