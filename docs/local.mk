@@ -1,0 +1,6 @@
+# docs/: the documentation pages, shipped in the distribution.
+
+EXTRA_DIST += docs/architecture.md
+EXTRA_DIST += docs/task-contract.md
+EXTRA_DIST += docs/protocols.md
+EXTRA_DIST += docs/admin.md
