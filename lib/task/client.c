@@ -2,7 +2,7 @@
  * The C API (nopfs.h): samples as read-only mappings of node-local copies.
  *
  * A sample comes from the first of these that works: the staging directory
- * ("i<index>", the agent put it there ahead of time: no round trip), the
+ * ("i<rank>.<index>", the agent put it there ahead of time: no round trip), the
  * agent (GET, a descriptor passed back), the PFS (the path in the staging
  * index, read into anonymous memory). The agent is never trusted: a reply
  * that does not match the request, or a copy that is not a regular file of
@@ -171,7 +171,7 @@ static nopfs_status map_copy(int fd, uint64_t size, struct nopfs_sample *sample)
 	return NOPFS_OK;
 }
 
-/* The staged copy "i<index>": NOPFS_ERR_NOT_FOUND when it is not there. */
+/* The staged copy "i<rank>.<index>": NOPFS_ERR_NOT_FOUND when it is not there. */
 static nopfs_status get_staged(struct nopfs_client *client, uint64_t index,
                                struct nopfs_sample *sample)
 {
