@@ -26,6 +26,8 @@ nopfs_agent_SOURCES = \
 	agent/pfs.c \
 	agent/pfs.h \
 	agent/replan.c \
+	agent/source.c \
+	agent/source.h \
 	agent/stats.h \
 	agent/team.c \
 	agent/team.h \

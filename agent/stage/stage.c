@@ -719,13 +719,13 @@ void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, ui
  * Set-up, the API's index file, teardown.
  */
 
-nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_set *tiers,
+nopfs_status stage_init(struct stage *stage, const struct job *job, struct source *source,
                         struct agent_stats *stats, const char *directory, uint32_t window,
                         unsigned int serve_timeout_ms)
 {
 	memset(stage, 0, sizeof(*stage));
 	stage->job = job;
-	stage->tiers = tiers;
+	stage->source = source;
 	stage->stats = stats;
 	stage->window = window;
 	stage->ring_size = 2 * (uint64_t)window;
@@ -764,12 +764,6 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_
 	return stage_publish_index(stage);
 }
 
-void stage_use_remote(struct stage *stage, tier_remote_read_fn *read, void *arg)
-{
-	stage->remote_read = read;
-	stage->remote_arg = arg;
-}
-
 nopfs_status stage_start(struct stage *stage, unsigned int threads)
 {
 	stage->workers = calloc(threads, sizeof(*stage->workers));
@@ -806,7 +800,7 @@ void stage_shutdown(struct stage *stage)
 	pthread_cond_broadcast(&stage->work);
 	pthread_cond_broadcast(&stage->ready);
 	pthread_mutex_unlock(&stage->lock);
-	tier_wake_all(stage->tiers);
+	tier_wake_all(stage->source->tiers);
 }
 
 void stage_fini(struct stage *stage)

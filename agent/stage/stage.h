@@ -1,9 +1,9 @@
 /*
  * Staging: for each local rank, the samples it will read next, in its exact
  * order, as complete files in the tmpfs stage directory (see runtime.h for
- * the names), produced ahead by stager threads from the best local source
- * (RAM or SSD tier; a tier sample not fetched yet is fetched by the stager
- * itself: help-out), else the PFS. A window of positions per rank is staged;
+ * the names), produced ahead by stager threads from the best source
+ * (source.c: RAM or SSD tier; a tier sample not fetched yet is fetched by
+ * the stager itself: help-out), else a peer or the PFS. A window of positions per rank is staged;
  * a position is done when the rank opens its file (reported by watch.c) or
  * asks for it (server.c). A rank that moves on to the next epoch abandons the
  * rest of the current one (a DataLoader with drop_last never reads its last
@@ -21,9 +21,9 @@
 
 #include "epochs.h"
 #include "job.h"
+#include "source.h"
 #include "stats.h"
 #include "stream_diag.h"
-#include "tier/tier.h"
 
 struct stage_rank;
 struct stage_worker;
@@ -31,10 +31,8 @@ struct stage_removed;
 
 struct stage {
 	const struct job *job;
-	struct tier_set *tiers;
+	struct source *source; /* where copies' bytes come from */
 	struct agent_stats *stats;
-	tier_remote_read_fn *remote_read; /* samples other nodes keep, or NULL */
-	void *remote_arg;
 	char directory[4096];
 	int directory_fd;
 	uint32_t window;
@@ -59,9 +57,10 @@ struct stage {
 
 /*
  * Set up the windows of the job's local ranks in @directory (which exists,
- * 0700) and publish the "index" file for the C API. No thread yet.
+ * 0700) and publish the "index" file for the C API. No thread yet. @job,
+ * @source and @stats are borrowed.
  */
-nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_set *tiers,
+nopfs_status stage_init(struct stage *stage, const struct job *job, struct source *source,
                         struct agent_stats *stats, const char *directory, uint32_t window,
                         unsigned int serve_timeout_ms);
 
@@ -112,9 +111,6 @@ nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint3
 
 /* A task of @rank released ring slot @slot holding @sample (RELEASE). */
 void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample);
-
-/* Read samples this node does not keep through @read (with @arg) before the PFS. */
-void stage_use_remote(struct stage *stage, tier_remote_read_fn *read, void *arg);
 
 /* Live per-rank progress as a new JSON array (caller owns it). */
 json_t *stage_progress_json(struct stage *stage);

@@ -47,12 +47,11 @@ void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample);
 
 /* Write @sample under the temporary name @temporary (no lock needed). */
 nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *worker,
-                                   uint32_t sample, const char *temporary,
-                                   nopfs_wire_source *source);
+                                   uint32_t sample, const char *temporary, nopfs_wire_source *from);
 
 /* Fill @dest (room for the sample) with @sample from the best source. */
 nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,
-                               nopfs_wire_source *source);
+                               nopfs_wire_source *from);
 
 /* Give a written copy its name for @rank (lock held). */
 nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
@@ -63,7 +62,7 @@ int stage_open_staged(struct stage *stage, uint32_t rank, uint32_t sample);
 
 /* An anonymous, sealed, read-only copy of @sample for a request. */
 nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer,
-                              const struct timespec *deadline, int *fd, nopfs_wire_source *source);
+                              const struct timespec *deadline, int *fd, nopfs_wire_source *from);
 
 /* Publish the "index" file for the C API. */
 nopfs_status stage_publish_index(struct stage *stage);
