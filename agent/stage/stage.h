@@ -98,7 +98,7 @@ void stage_watch_settled(struct stage *stage, uint64_t mark);
  * @buffer has room for the largest sample. Errors: NOPFS_ERR_TIMEOUT,
  * NOPFS_ERR_IO (the sample cannot be read), NOPFS_ERR_RANGE (no such sample).
  */
-nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, void *buffer,
+nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sample, void *buffer,
                            int *fd, nopfs_wire_source *source);
 
 /*
@@ -109,8 +109,11 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint32_t *slots,
                                uint64_t *bytes);
 
-/* A task of @rank released ring slot @slot holding @sample (RELEASE). */
-void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample);
+/*
+ * A task of @rank released ring slot @slot holding the sample at @index
+ * (RELEASE, whose 64-bit index is checked here: a slot holds a sample id).
+ */
+void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t index);
 
 /* Live per-rank progress as a new JSON array (caller owns it). */
 json_t *stage_progress_json(struct stage *stage);

@@ -18,7 +18,7 @@
  */
 
 /* The one name of @rank's copy of @sample: its path's, or its index's when that is too long. */
-static void staged_name(struct stage *stage, uint32_t rank, uint32_t sample, char *name,
+static void staged_name(struct stage *stage, uint32_t rank, nopfs_sample_id sample, char *name,
                         size_t length)
 {
 	char relative[4096];
@@ -29,7 +29,7 @@ static void staged_name(struct stage *stage, uint32_t rank, uint32_t sample, cha
 		nopfs_stage_name_for_index(rank, sample, name, length);
 }
 
-void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample)
+void stage_unlink_names(struct stage *stage, uint32_t rank, nopfs_sample_id sample)
 {
 	char name[300];
 
@@ -37,7 +37,7 @@ void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample)
 	unlinkat(stage->directory_fd, name, 0);
 }
 
-nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,
+nopfs_status stage_fill_memory(struct stage *stage, nopfs_sample_id sample, void *dest,
                                nopfs_wire_source *from)
 {
 	return source_copy(stage->source, sample, -1, dest, NULL, from);
@@ -45,7 +45,8 @@ nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,
 
 /* Write @sample under the temporary name @temporary. */
 nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *worker,
-                                   uint32_t sample, const char *temporary, nopfs_wire_source *from)
+                                   nopfs_sample_id sample, const char *temporary,
+                                   nopfs_wire_source *from)
 {
 	nopfs_status status;
 	int fd;
@@ -66,7 +67,7 @@ nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *wor
  * Give a written copy its name and drop the temporary one. Called with the
  * lock held, so a task that opens the name finds its slot already staged.
  */
-nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
+nopfs_status stage_publish(struct stage *stage, uint32_t rank, nopfs_sample_id sample,
                            const char *temporary)
 {
 	char name[300];
@@ -87,7 +88,7 @@ nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
 }
 
 /* An anonymous, sealed, read-only copy of @sample for a request. */
-nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer,
+nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void *buffer,
                               const struct timespec *deadline, int *fd, nopfs_wire_source *from)
 {
 	int copy = memfd_create("nopfs-sample", MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -115,7 +116,7 @@ nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer
  * the watch ignores dot names, so the agent's own open is not mistaken for a
  * task reading the sample.
  */
-int stage_open_staged(struct stage *stage, uint32_t rank, uint32_t sample)
+int stage_open_staged(struct stage *stage, uint32_t rank, nopfs_sample_id sample)
 {
 	char name[300], hidden[64];
 	int fd;

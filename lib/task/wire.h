@@ -35,6 +35,9 @@
  * Also malformed: a reserved ("0") field that is not zero, an empty OPEN
  * path, a SAMPLE source that is not a nopfs_wire_source, an ERROR status
  * that is not negative, a NUL in any text.
+ *
+ * Sample indices travel as u64; a receiver checks one against the sample
+ * count before taking it as a nopfs_sample_id (catalog/catalog.h).
  */
 #ifndef NOPFS_WIRE_H
 #define NOPFS_WIRE_H
