@@ -2,14 +2,15 @@
  * Staging: for each local rank, the samples it will read next, in its exact
  * order, as complete files in the tmpfs stage directory (see runtime.h for
  * the names), produced ahead by stager threads from the best source
- * (source.c: RAM or SSD tier; a tier sample not fetched yet is fetched by
- * the stager itself: help-out), else a peer or the PFS. A window of positions per rank is staged;
- * a position is done when the rank opens its file (reported by watch.c) or
- * asks for it (server.c). A rank that moves on to the next epoch abandons the
- * rest of the current one (a DataLoader with drop_last never reads its last
- * partial batch); a rank that jumps far ahead is resynchronized there.
- * Requests for samples in no local rank's window are served all the same and
- * recorded as stream mismatches (diagnosed by stream_diag.c).
+ * (source.c: RAM or SSD tier; a tier sample not fetched yet is fetched by the
+ * stager itself: help-out), else a peer or the PFS. A window of positions per
+ * rank is staged; a position is done when the rank opens its file (reported
+ * by watch.c) or asks for it (server.c). A rank that moves on to the next
+ * epoch abandons the rest of the current one (a DataLoader with drop_last
+ * never reads its last partial batch); a rank that jumps far ahead is
+ * resynchronized there. Requests for samples in no local rank's window are
+ * served all the same and recorded as stream mismatches (diagnosed by
+ * stream_diag.c).
  */
 #ifndef NOPFS_AGENT_STAGE_H
 #define NOPFS_AGENT_STAGE_H
