@@ -11,6 +11,7 @@
 #include "options.h"
 #include "stage/prefetch.h"
 #include "serve/server.h"
+#include "source.h"
 #include "stage/stage.h"
 #include "stats.h"
 #include "tier/tier.h"
@@ -33,6 +34,7 @@ struct agent {
 	struct probe_result probe;
 	struct nopfs_node_tiers node_tiers;
 	struct tier_set tiers;
+	struct source source;     /* where samples' bytes come from: tiers, peers, PFS */
 	struct peer_plane *peers; /* the other nodes' agents (NULL: none) */
 	struct prefetch prefetch;
 	struct stage stage;

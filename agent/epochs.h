@@ -7,8 +7,9 @@
 
 #include <stdint.h>
 
-#include "plan/sampler.h"
+#include "catalog/catalog.h"
 #include "common/status.h"
+#include "plan/sampler.h"
 
 #define EPOCH_SLOTS 4
 
@@ -45,8 +46,8 @@ const struct epoch_map *epoch_cache_install(struct epoch_cache *cache, struct ep
 void epoch_cache_fini(struct epoch_cache *cache);
 
 /* The sample at stream position @position (< total size) of @map's epoch. */
-static inline uint32_t epoch_map_sample(const struct nopfs_sampler *sampler,
-                                        const struct epoch_map *map, uint64_t position)
+static inline nopfs_sample_id epoch_map_sample(const struct nopfs_sampler *sampler,
+                                               const struct epoch_map *map, uint64_t position)
 {
 	return nopfs_sampler_at(sampler, map->perm, position);
 }

@@ -174,7 +174,7 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
 	return NOPFS_OK;
 }
 
-nopfs_status job_first_steps(const struct job *job, const uint32_t *samples, uint64_t count,
+nopfs_status job_first_steps(const struct job *job, const nopfs_sample_id *samples, uint64_t count,
                              uint64_t *steps)
 {
 	const struct nopfs_sampler *sampler = &job->sampler;

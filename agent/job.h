@@ -66,7 +66,7 @@ bool job_is_local_rank(const struct job *job, uint32_t rank);
  * so that a sample is there before anyone needs it. Replays epochs until all
  * are found; samples never read get UINT64_MAX.
  */
-nopfs_status job_first_steps(const struct job *job, const uint32_t *samples, uint64_t count,
+nopfs_status job_first_steps(const struct job *job, const nopfs_sample_id *samples, uint64_t count,
                              uint64_t *steps);
 
 void job_fini(struct job *job);

@@ -1,6 +1,7 @@
 # agent/: nopfs-agent, one per node per job. The top folder holds the
 # daemon's life (options, job, phases, plans, reports, the PMIx bootstrap
-# and the team of a job's agents); each subfolder a part of it. The probe and
+# and the team of a job's agents) and where samples' bytes come from (source:
+# tiers, peers, the PFS); each subfolder a part of it. The probe and
 # the data plane form libnopfs_agent, which their tests also link.
 
 noinst_LTLIBRARIES += agent/libnopfs_agent.la
@@ -26,6 +27,8 @@ nopfs_agent_SOURCES = \
 	agent/pfs.c \
 	agent/pfs.h \
 	agent/replan.c \
+	agent/source.c \
+	agent/source.h \
 	agent/stats.h \
 	agent/team.c \
 	agent/team.h \

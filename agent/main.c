@@ -318,21 +318,19 @@ nopfs_status agent_serve_start(struct agent *agent)
 	const struct agent_options *options = &agent->options;
 	nopfs_status status;
 
-	status = stage_init(&agent->stage, &agent->job, &agent->tiers, &agent->stats,
+	status = stage_init(&agent->stage, &agent->job, &agent->source, &agent->stats,
 	                    options->stage_dir, options->stage_window, options->serve_timeout_ms);
 	if (status != NOPFS_OK)
 		goto out_stage;
-	if (agent->peers) {
-		stage_use_remote(&agent->stage, team_read_from_peer, agent);
-		tier_set_use_remote(&agent->tiers, team_read_from_peer, agent);
-	}
+	if (agent->peers)
+		source_use_peer(&agent->source, team_read_from_peer, agent);
 	status = watch_start(&agent->watch, &agent->stage, options->stage_dir);
 	if (status != NOPFS_OK)
 		goto out_stage;
 	status = stage_start(&agent->stage, options->stage_threads);
 	if (status == NOPFS_OK)
-		status = prefetch_start(&agent->prefetch, &agent->tiers, agent->job.catalog,
-		                        agent->job.max_sample_size, &agent->stats);
+		status = prefetch_start(&agent->prefetch, &agent->source,
+		                        agent->job.max_sample_size);
 	if (status != NOPFS_OK)
 		goto out_watch;
 	status = server_start(&agent->server, agent->socket_path, &agent->stage, &agent->stats,
@@ -462,6 +460,7 @@ int main(int argc, char **argv)
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
 	                    options->job_id, 0) != NOPFS_OK)
 		goto out_job;
+	source_init(&agent.source, &agent.job, &agent.tiers, &agent.stats);
 	agent_choose_threads(&agent);
 	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
 

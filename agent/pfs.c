@@ -13,7 +13,7 @@
 /* Reads are issued in chunks this large: big enough for any PFS. */
 #define PFS_CHUNK (8u << 20)
 
-nopfs_status pfs_sample_path(const struct nopfs_catalog *catalog, uint64_t index, char *path,
+nopfs_status pfs_sample_path(const struct nopfs_catalog *catalog, nopfs_sample_id index, char *path,
                              size_t length)
 {
 	const char *root = nopfs_catalog_root(catalog);
@@ -21,7 +21,7 @@ nopfs_status pfs_sample_path(const struct nopfs_catalog *catalog, uint64_t index
 	nopfs_status status;
 
 	if (!root) {
-		nopfs_error("sample %" PRIu64 " has no file: the catalog is synthetic", index);
+		nopfs_error("sample %" PRIu32 " has no file: the catalog is synthetic", index);
 		return NOPFS_ERR_NOT_FOUND;
 	}
 	used = (size_t)snprintf(path, length, "%s/", root);
@@ -29,13 +29,13 @@ nopfs_status pfs_sample_path(const struct nopfs_catalog *catalog, uint64_t index
 		return NOPFS_ERR_RANGE;
 	status = nopfs_catalog_path(catalog, index, path + used, length - used);
 	if (status != NOPFS_OK)
-		nopfs_error("the path of sample %" PRIu64 " does not fit in %zu bytes", index,
+		nopfs_error("the path of sample %" PRIu32 " does not fit in %zu bytes", index,
 		            length);
 	return status;
 }
 
-nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, uint64_t index, void *buffer,
-                             struct agent_stats *stats)
+nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, nopfs_sample_id index,
+                             void *buffer, struct agent_stats *stats)
 {
 	uint64_t size = nopfs_catalog_size(catalog, index), done = 0;
 	char path[4096];
@@ -49,11 +49,11 @@ nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, uint64_t index
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		status = nopfs_status_from_errno(errno);
-		nopfs_error("cannot open sample %" PRIu64 " '%s': %m", index, path);
+		nopfs_error("cannot open sample %" PRIu32 " '%s': %m", index, path);
 		return status;
 	}
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != size) {
-		nopfs_error("sample %" PRIu64 " '%s' changed: %" PRIu64
+		nopfs_error("sample %" PRIu32 " '%s' changed: %" PRIu64
 		            " bytes in the catalog, %lld now; the catalog is stale",
 		            index, path, size, (long long)st.st_size);
 		close(fd);
@@ -67,7 +67,7 @@ nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, uint64_t index
 			continue;
 		if (got <= 0) {
 			status = got < 0 ? nopfs_status_from_errno(errno) : NOPFS_ERR_STALE;
-			nopfs_error("reading sample %" PRIu64 " '%s' at byte %" PRIu64 ": %s",
+			nopfs_error("reading sample %" PRIu32 " '%s' at byte %" PRIu64 ": %s",
 			            index, path, done,
 			            got < 0 ? strerror(errno) : "file ended early");
 			close(fd);

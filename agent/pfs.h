@@ -14,11 +14,11 @@
  * naming it (the catalog is stale), as is any read error. Bytes read are
  * counted in stats->pfs_read.
  */
-nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, uint64_t index, void *buffer,
-                             struct agent_stats *stats);
+nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, nopfs_sample_id index,
+                             void *buffer, struct agent_stats *stats);
 
 /* The absolute path of sample @index into @path. */
-nopfs_status pfs_sample_path(const struct nopfs_catalog *catalog, uint64_t index, char *path,
+nopfs_status pfs_sample_path(const struct nopfs_catalog *catalog, nopfs_sample_id index, char *path,
                              size_t length);
 
 #endif

@@ -151,7 +151,7 @@ nopfs_status team_catalog(struct agent *agent)
 }
 
 nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_options *options,
-                                        uint32_t generation, struct nopfs_catalog **catalog)
+                                     uint32_t generation, struct nopfs_catalog **catalog)
 {
 	char path[sizeof(agent->shared_catalog)] = "";
 	bool from_cache = false;
@@ -299,7 +299,7 @@ void team_fini(struct agent *agent)
 }
 
 /* A peer asks for @sample: answer from a local tier if it is there. */
-static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_t size)
+static nopfs_status serve_peer(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size)
 {
 	struct agent *agent = arg;
 	nopfs_status status = NOPFS_ERR_NOT_FOUND;
@@ -311,7 +311,7 @@ static nopfs_status serve_peer(void *arg, uint64_t sample, void *buffer, uint64_
 		goto out;
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		struct tier *tier = &agent->tiers.tier[t];
-		int64_t position = tier_position(tier, (uint32_t)sample);
+		int64_t position = tier_position(tier, sample);
 
 		if (position < 0)
 			continue;
@@ -334,29 +334,16 @@ out:
  * fetched yet: fetch it now (from the PFS, into its tier, as this node would
  * anyway) rather than have the peer read the PFS too. Answering thread.
  */
-static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint64_t size,
+static nopfs_status fill_for_peer(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size,
                                   uint64_t deadline_ns)
 {
 	struct agent *agent = arg;
 	struct timespec deadline = deadline_at_ns(deadline_ns);
-	nopfs_status status = NOPFS_ERR_NOT_FOUND;
+	nopfs_status status;
 
 	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
 		return NOPFS_ERR_NOT_FOUND; /* changing plans */
-	for (unsigned int t = 0; t < agent->tiers.count; t++) {
-		struct tier *tier = &agent->tiers.tier[t];
-		int64_t position = tier_position(tier, (uint32_t)sample);
-
-		if (position < 0 || (uint64_t)position >= tier->primary_count ||
-		    sample >= agent->job.sampler.count ||
-		    nopfs_catalog_size(agent->job.catalog, sample) != size)
-			continue;
-		status = tier_ensure(tier, (uint64_t)position, agent->job.catalog, buffer,
-		                     &agent->stats, &deadline, NULL);
-		if (status == NOPFS_OK)
-			status = tier_read(tier, (uint64_t)position, buffer);
-		break;
-	}
+	status = source_fill_for_peer(&agent->source, sample, buffer, size, &deadline);
 	pthread_rwlock_unlock(&agent->plan_lock);
 	return status;
 }
@@ -484,7 +471,7 @@ nopfs_status team_connect_peers(struct agent *agent)
 	return NOPFS_OK;
 }
 
-bool team_read_from_peer(void *arg, uint32_t sample, void *buffer)
+bool team_read_from_peer(void *arg, nopfs_sample_id sample, void *buffer)
 {
 	struct agent *agent = arg;
 	const struct job *job = &agent->job;
@@ -566,8 +553,8 @@ void team_expose_plan(struct agent *agent)
 	free(packed);
 }
 
-void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation,
-                          const void *packed, size_t length)
+void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation, const void *packed,
+                       size_t length)
 {
 	struct peer_record record;
 

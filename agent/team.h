@@ -8,6 +8,7 @@
 #ifndef NOPFS_AGENT_TEAM_H
 #define NOPFS_AGENT_TEAM_H
 
+#include "catalog/catalog.h"
 #include "common/status.h"
 
 struct agent;
@@ -31,12 +32,12 @@ nopfs_status team_connect_peers(struct agent *agent);
 
 /*
  * Read @sample from the node keeping its primary copy into @buffer (a
- * tier_remote_read_fn; @arg is the agent): a one-sided read from a RAM tier
+ * source_peer_read_fn; @arg is the agent): a one-sided read from a RAM tier
  * (state byte, then bytes), a request for any other tier. false when there is
  * no data plane, nobody else keeps it, it is not there yet, or the peer failed
  * or was too slow: the PFS then.
  */
-bool team_read_from_peer(void *arg, uint32_t sample, void *buffer);
+bool team_read_from_peer(void *arg, nopfs_sample_id sample, void *buffer);
 
 /* Close the data plane (before the tiers go). */
 void team_disconnect_peers(struct agent *agent);
@@ -59,7 +60,7 @@ enum agent_notice_kind {
  * failure: they give up on the plan).
  */
 nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_options *options,
-                                        uint32_t generation, struct nopfs_catalog **catalog);
+                                     uint32_t generation, struct nopfs_catalog **catalog);
 
 /* Load the catalog node 0 shared at @path. */
 nopfs_status team_load_catalog(const char *path, struct nopfs_catalog **catalog);
@@ -80,8 +81,8 @@ unsigned int team_peer_grace_ms(struct agent *agent);
 void team_expose_plan(struct agent *agent);
 
 /* Node @node has taken plan @generation on, with the record @packed. */
-void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation,
-                          const void *packed, size_t length);
+void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation, const void *packed,
+                       size_t length);
 
 /* Remove what team_catalog() shared (node 0). */
 void team_fini(struct agent *agent);

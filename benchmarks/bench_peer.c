@@ -73,7 +73,7 @@ static int arena_init(struct arena *arena)
 	return 0;
 }
 
-static nopfs_status arena_serve(void *arg, uint64_t sample, void *buffer, uint64_t size)
+static nopfs_status arena_serve(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size)
 {
 	struct arena *arena = arg;
 

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "catalog/catalog.h"
 #include "common/status.h"
 
 struct peer_plane;
@@ -24,9 +25,11 @@ struct peer_plane;
  * a thread of its own, through the fill callback); NOPFS_ERR_NOT_FOUND when
  * it does not keep it. Called from the progress thread: must not block for
  * long (the plane answers nothing else meanwhile) and must not call
- * peer_plane_*() functions.
+ * peer_plane_*() functions. A request whose sample number does not fit a
+ * nopfs_sample_id is answered "not available" without calling it.
  */
-typedef nopfs_status (*peer_serve_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size);
+typedef nopfs_status (*peer_serve_fn)(void *arg, nopfs_sample_id sample, void *buffer,
+                                      uint64_t size);
 
 /*
  * Fetch @sample, which serve said this agent keeps but does not have yet,
@@ -36,7 +39,7 @@ typedef nopfs_status (*peer_serve_fn)(void *arg, uint64_t sample, void *buffer, 
  * waits, and reads the sample itself without giving up on this node. Called
  * from the plane's answering thread.
  */
-typedef nopfs_status (*peer_fill_fn)(void *arg, uint64_t sample, void *buffer, uint64_t size,
+typedef nopfs_status (*peer_fill_fn)(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size,
                                      uint64_t deadline_ns);
 
 /*
@@ -140,8 +143,8 @@ nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t st
  * Ask @node for @sample (@size bytes into @dest); NOPFS_ERR_NOT_FOUND when it
  * answers "not available", other errors as peer_plane_get().
  */
-nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t sample, void *dest,
-                              uint64_t size);
+nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sample_id sample,
+                              void *dest, uint64_t size);
 
 void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats);
 

@@ -181,8 +181,8 @@ static nopfs_status fetch_sample(struct peer_op *op)
 	return status;
 }
 
-nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, uint64_t sample, void *dest,
-                              uint64_t size)
+nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sample_id sample,
+                              void *dest, uint64_t size)
 {
 	struct peer_node *peer = peer_node_find(plane, node);
 	struct peer_conn *conn;

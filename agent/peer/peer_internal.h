@@ -32,9 +32,9 @@ enum peer_am_id {
  */
 struct peer_request {
 	uint32_t magic;
-	uint32_t asker; /* the asking agent's node */
-	uint64_t id;    /* echoed in the response */
-	uint64_t sample;
+	uint32_t asker;  /* the asking agent's node */
+	uint64_t id;     /* echoed in the response */
+	uint64_t sample; /* a nopfs_sample_id, checked by the answering side */
 	uint64_t size;
 	uint32_t generation; /* of the asker's plan: sample numbers are the plan's */
 	uint32_t unused;
@@ -118,7 +118,8 @@ struct peer_counters {
 /* A buffer for one answer: the header and room for the bytes. */
 struct peer_deferred {
 	struct peer_deferred *next;
-	uint64_t id, sample, size;
+	uint64_t id, size;
+	nopfs_sample_id sample;
 	uint64_t answer_by; /* monotonic ns: well before the asker's deadline */
 	uint32_t asker;
 	uint32_t generation;

@@ -129,7 +129,7 @@ static bool defer(struct peer_plane *plane, const struct peer_request *request)
 		return false;
 	*deferred = (struct peer_deferred){
 		.id = request->id,
-		.sample = request->sample,
+		.sample = (nopfs_sample_id)request->sample,
 		.size = request->size,
 		/* three quarters of the asker's deadline: room for the answer */
 		.answer_by = now_ns() +
@@ -168,10 +168,12 @@ static uint64_t answer(struct peer_plane *plane, const struct peer_request *requ
 		.answer = PEER_ANSWER_NOT_AVAILABLE,
 		.owner = plane->config.node,
 	};
-	if (!is_serving(plane, request->generation) || reply->capacity < request->size)
+	/* A number past any sample id names none: as the serve callback would say. */
+	if (!is_serving(plane, request->generation) || reply->capacity < request->size ||
+	    request->sample > NOPFS_SAMPLE_ID_MAX)
 		return 0;
-	status = plane->config.serve(plane->config.serve_arg, request->sample, reply->data,
-	                             request->size);
+	status = plane->config.serve(plane->config.serve_arg, (nopfs_sample_id)request->sample,
+	                             reply->data, request->size);
 	if (status == NOPFS_ERR_NOT_FOUND)
 		return 0;
 	if (status == NOPFS_ERR_AGAIN && defer(plane, request))

@@ -53,9 +53,13 @@ static void count_fallback(struct server *server, nopfs_status status)
 	atomic_fetch_add(&server->stats->fallbacks[why], 1);
 }
 
-/* Serve one sample; the reply carries a file descriptor of its copy. */
+/*
+ * Serve the sample at @index of the dataset (none when it is not below the
+ * sample count, e.g. UINT64_MAX); the reply carries a file descriptor of its
+ * copy.
+ */
 static nopfs_status serve_sample(struct server_connection *c, const struct nopfs_wire_message *m,
-                                 int64_t sample, int32_t rank)
+                                 uint64_t index, int32_t rank)
 {
 	struct server *server = c->server;
 	const struct job *job = server->stage->job;
@@ -63,19 +67,21 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 		                            .request_id = m->request_id };
 	uint64_t started = now_ns(), waited;
 	nopfs_wire_source source;
+	nopfs_sample_id sample;
 	nopfs_status status;
 	int fd = -1;
 
 	atomic_fetch_add(&server->stats->requests, 1);
-	if (sample < 0) {
+	if (index >= job->sampler.count) {
 		count_fallback(server, NOPFS_ERR_NOT_FOUND);
 		return reply_error(c, m->request_id, NOPFS_ERR_NOT_FOUND,
 		                   "not a sample of the dataset");
 	}
+	sample = (nopfs_sample_id)index;
 	if (!c->sample_buffer)
 		c->sample_buffer = malloc(job->max_sample_size ? job->max_sample_size : 1);
-	status = c->sample_buffer ? stage_request(server->stage, rank, (uint64_t)sample,
-	                                          c->sample_buffer, &fd, &source)
+	status = c->sample_buffer ? stage_request(server->stage, rank, sample, c->sample_buffer,
+	                                          &fd, &source)
 	                          : NOPFS_ERR_NOMEM;
 	waited = now_ns() - started;
 	atomic_fetch_add(&server->stats->stall_ns, waited);
@@ -84,9 +90,9 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 		count_fallback(server, status);
 		return reply_error(c, m->request_id, status, nopfs_status_string(status));
 	}
-	reply.u.sample.index = (uint64_t)sample;
-	reply.u.sample.size = nopfs_catalog_size(job->catalog, (uint64_t)sample);
-	reply.u.sample.label = nopfs_catalog_label(job->catalog, (uint64_t)sample);
+	reply.u.sample.index = sample;
+	reply.u.sample.size = nopfs_catalog_size(job->catalog, sample);
+	reply.u.sample.label = nopfs_catalog_label(job->catalog, sample);
 	reply.u.sample.source = source;
 	status = nopfs_wire_send(c->fd, &reply, fd);
 	close(fd);
@@ -99,6 +105,7 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 	const struct job *job = server->stage->job;
 	struct nopfs_wire_message reply = { .request_id = m->request_id };
 	char path[NOPFS_WIRE_PATH_MAX + 1];
+	int64_t found;
 
 	switch (m->type) {
 	case NOPFS_WIRE_HELLO:
@@ -112,12 +119,12 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 	case NOPFS_WIRE_OPEN:
 		memcpy(path, m->u.open.path, m->u.open.path_length);
 		path[m->u.open.path_length] = '\0';
-		return serve_sample(c, m, nopfs_catalog_find(job->catalog, path),
+		found = nopfs_catalog_find(job->catalog, path);
+		return serve_sample(c, m, found >= 0 ? (uint64_t)found : UINT64_MAX,
 		                    m->u.open.rank >= 0 ? m->u.open.rank : c->rank);
 	case NOPFS_WIRE_GET:
-		return serve_sample(
-		        c, m, m->u.get.index < job->sampler.count ? (int64_t)m->u.get.index : -1,
-		        m->u.get.rank >= 0 ? m->u.get.rank : c->rank);
+		return serve_sample(c, m, m->u.get.index,
+		                    m->u.get.rank >= 0 ? m->u.get.rank : c->rank);
 	case NOPFS_WIRE_STATS: {
 		json_t *stats = server->stats_json(server->stats_arg);
 		char *text = stats ? json_dumps(stats, JSON_COMPACT) : NULL;

@@ -35,13 +35,13 @@ static void fill_deferred(struct prefetch *prefetch, struct tier *tier, uint64_t
 			return;
 		nanosleep(&pause, NULL);
 		for (uint64_t d = 0; d < count && !atomic_load(&prefetch->stop); d++)
-			if (!tier_fill_remote(tier, deferred[d], buffer, prefetch->stats))
+			if (!source_fill_tier_from_peer(prefetch->source, tier, deferred[d],
+			                                buffer))
 				deferred[left++] = deferred[d];
 		count = left;
 	}
 	for (uint64_t d = 0; d < count && !atomic_load(&prefetch->stop); d++)
-		tier_ensure(tier, deferred[d], prefetch->catalog, buffer, prefetch->stats, NULL,
-		            NULL);
+		source_fill_tier(prefetch->source, tier, deferred[d], buffer, NULL);
 }
 
 /*
@@ -56,8 +56,9 @@ static void *prefetch_main(void *arg)
 	struct tier *tier = worker->tier;
 	void *buffer = malloc(prefetch->buffer_size ? prefetch->buffer_size : 1);
 	uint64_t replicas = tier->count - tier->primary_count, deferred_count = 0;
-	uint64_t *deferred =
-	        tier->remote_read && replicas ? malloc(replicas * sizeof(*deferred)) : NULL;
+	uint64_t *deferred = prefetch->source->peer_read && replicas
+	                             ? malloc(replicas * sizeof(*deferred))
+	                             : NULL;
 
 	if (!buffer)
 		nopfs_error("prefetch: no memory for a %" PRIu64 "-byte buffer",
@@ -72,11 +73,10 @@ static void *prefetch_main(void *arg)
 		if (atomic_load(&tier->state[position]) != TIER_ABSENT)
 			continue;
 		if (deferred && position >= tier->primary_count &&
-		    !tier_fill_remote(tier, position, buffer, prefetch->stats))
+		    !source_fill_tier_from_peer(prefetch->source, tier, position, buffer))
 			deferred[deferred_count++] = position;
 		else
-			tier_ensure(tier, position, prefetch->catalog, buffer, prefetch->stats,
-			            NULL, NULL);
+			source_fill_tier(prefetch->source, tier, position, buffer, NULL);
 	}
 	if (buffer)
 		fill_deferred(prefetch, tier, deferred, deferred_count, buffer);
@@ -87,16 +87,13 @@ static void *prefetch_main(void *arg)
 	return NULL;
 }
 
-nopfs_status prefetch_start(struct prefetch *prefetch, struct tier_set *tiers,
-                            const struct nopfs_catalog *catalog, uint64_t buffer_size,
-                            struct agent_stats *stats)
+nopfs_status prefetch_start(struct prefetch *prefetch, struct source *source, uint64_t buffer_size)
 {
+	struct tier_set *tiers = source->tiers;
 	unsigned int total = 0, at = 0;
 
 	memset(prefetch, 0, sizeof(*prefetch));
-	prefetch->tiers = tiers;
-	prefetch->catalog = catalog;
-	prefetch->stats = stats;
+	prefetch->source = source;
 	prefetch->buffer_size = buffer_size;
 	prefetch->started_ns = now_ns();
 	for (unsigned int t = 0; t < tiers->count; t++)

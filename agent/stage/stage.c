@@ -24,7 +24,7 @@
  */
 static bool leave_staged(struct stage *stage, struct stage_rank *r, struct stage_slot *slot)
 {
-	uint32_t sample = slot->sample;
+	nopfs_sample_id sample = slot->sample;
 
 	if (slot->ring_slot) {
 		/* In the API ring: give it back unless a task holds it (it will release it). */
@@ -52,12 +52,12 @@ static bool leave_staged(struct stage *stage, struct stage_rank *r, struct stage
 
 struct stage_removed {
 	uint32_t rank;
-	uint32_t sample;
+	nopfs_sample_id sample;
 	uint64_t mark;
 	uint8_t source;
 };
 
-static void count_unused(struct stage *stage, uint32_t sample)
+static void count_unused(struct stage *stage, nopfs_sample_id sample)
 {
 	agent_count(&stage->stats->staged_unused, nopfs_catalog_size(stage->job->catalog, sample));
 }
@@ -89,7 +89,8 @@ static void remove_unopened(struct stage *stage, struct stage_rank *r, struct st
 }
 
 /* Take the removed copy of @sample staged for @rank; its source in *source. */
-static bool take_removed(struct stage *stage, uint32_t rank, uint32_t sample, uint8_t *source)
+static bool take_removed(struct stage *stage, uint32_t rank, nopfs_sample_id sample,
+                         uint8_t *source)
 {
 	for (size_t i = 0; i < stage->removed_count; i++) {
 		if (stage->removed[i].rank != rank || stage->removed[i].sample != sample)
@@ -268,7 +269,7 @@ struct claim {
  * first whose copy is staged (an open of a staged file does not say which
  * rank opened it). May drop the lock.
  */
-static bool find_claim(struct stage *stage, int32_t rank, uint32_t sample, bool staged,
+static bool find_claim(struct stage *stage, int32_t rank, nopfs_sample_id sample, bool staged,
                        struct claim *claim)
 {
 	const struct nopfs_sampler *sampler = &stage->job->sampler;
@@ -349,7 +350,7 @@ static void collect_released(struct stage *stage, struct stage_rank *r)
  * 0 for a sample staged as a file instead (empty, or bigger than the ring),
  * or -1 when the ring is full for now, after collecting what tasks released.
  */
-static int64_t reserve_ring(struct stage *stage, struct stage_rank *r, uint32_t sample,
+static int64_t reserve_ring(struct stage *stage, struct stage_rank *r, nopfs_sample_id sample,
                             uint64_t position, uint64_t *offset)
 {
 	uint64_t size = nopfs_catalog_size(stage->job->catalog, sample);
@@ -387,7 +388,7 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 		const struct epoch_map *map;
 		struct stage_slot *slot;
 		int64_t ring_slot;
-		uint32_t sample;
+		nopfs_sample_id sample;
 		uint64_t g;
 
 		if (!r) {
@@ -438,7 +439,8 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 static void stage_ring_into(struct stage *stage, struct stage_rank *r, struct stage_slot *slot,
                             uint64_t position, uint64_t offset)
 {
-	uint32_t sample = slot->sample, ring_slot = slot->ring_slot - 1;
+	nopfs_sample_id sample = slot->sample;
+	uint32_t ring_slot = slot->ring_slot - 1;
 	struct stage_ring *ring = r->api_ring;
 	nopfs_wire_source source = NOPFS_FROM_PFS;
 	nopfs_status status;
@@ -471,7 +473,7 @@ static void *stager_main(void *arg)
 
 	pthread_mutex_lock(&stage->lock);
 	while (next_job(stage, &r, &slot, &position, &ring_offset)) {
-		uint32_t sample = slot->sample;
+		nopfs_sample_id sample = slot->sample;
 		nopfs_wire_source source = NOPFS_FROM_PFS;
 		char temporary[64];
 		nopfs_status status;
@@ -508,51 +510,59 @@ static void *stager_main(void *arg)
  * Consumption (a task opened a staged file) and requests.
  */
 
-/* The sample and rank a staged name stands for; -1 for other names. */
-static int64_t sample_of_name(struct stage *stage, const char *name, uint32_t *rank)
+/* The sample and rank a staged name stands for; false for other names. */
+static bool sample_of_name(struct stage *stage, const char *name, uint32_t *rank,
+                           nopfs_sample_id *sample)
 {
 	char relative[4096];
 	uint64_t index;
+	int64_t found;
 
 	switch (nopfs_stage_name_parse(name, rank, &index, relative, sizeof(relative))) {
 	case 'i':
-		return index < stage->job->sampler.count ? (int64_t)index : -1;
+		found = index < stage->job->sampler.count ? (int64_t)index : -1;
+		break;
 	case 'p':
-		return nopfs_catalog_find(stage->job->catalog, relative);
+		found = nopfs_catalog_find(stage->job->catalog, relative);
+		break;
 	default:
-		return -1;
+		return false;
 	}
+	if (found < 0)
+		return false;
+	*sample = (nopfs_sample_id)found; /* below the sample count */
+	return true;
 }
 
 void stage_opened(struct stage *stage, const char *name)
 {
 	uint32_t rank = 0;
-	int64_t sample = sample_of_name(stage, name, &rank);
+	nopfs_sample_id sample;
 	struct claim claim;
 	uint8_t source;
 
-	if (sample < 0 || rank > INT32_MAX)
+	if (!sample_of_name(stage, name, &rank, &sample) || rank > INT32_MAX)
 		return;
 	pthread_mutex_lock(&stage->lock);
 	/*
 	 * A copy removed since is the one opened (a copy staged again under the
 	 * same name stays until its own open).
 	 */
-	if (take_removed(stage, rank, (uint32_t)sample, &source)) {
+	if (take_removed(stage, rank, sample, &source)) {
 		agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][source],
-		            nopfs_catalog_size(stage->job->catalog, (uint64_t)sample));
-	} else if (find_claim(stage, (int32_t)rank, (uint32_t)sample, true, &claim)) {
+		            nopfs_catalog_size(stage->job->catalog, sample));
+	} else if (find_claim(stage, (int32_t)rank, sample, true, &claim)) {
 		struct stage_slot *slot = slot_of(stage, claim.rank, claim.position);
 
 		agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][slot->source],
-		            nopfs_catalog_size(stage->job->catalog, (uint64_t)sample));
+		            nopfs_catalog_size(stage->job->catalog, sample));
 		leave_staged(stage, claim.rank, slot);
 		complete(stage, claim.rank, claim.position, false);
 	}
 	pthread_mutex_unlock(&stage->lock);
 }
 
-nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, void *buffer,
+nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sample, void *buffer,
                            int *fd, nopfs_wire_source *source)
 {
 	struct timespec deadline = deadline_after_ms(stage->serve_timeout_ms);
@@ -565,7 +575,7 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 	size = nopfs_catalog_size(stage->job->catalog, sample);
 	pthread_mutex_lock(&stage->lock);
 	/* A known rank's request never completes another rank's position. */
-	claimed = find_claim(stage, rank, (uint32_t)sample, false, &claim);
+	claimed = find_claim(stage, rank, sample, false, &claim);
 	if (claimed) {
 		struct stage_slot *slot = slot_of(stage, claim.rank, claim.position);
 
@@ -576,7 +586,7 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 			    ETIMEDOUT)
 				break;
 		if (slot->position == claim.position && slot->state == SLOT_STAGED) {
-			int staged = stage_open_staged(stage, claim.rank->rank, (uint32_t)sample);
+			int staged = stage_open_staged(stage, claim.rank->rank, sample);
 
 			if (staged >= 0) {
 				*fd = staged;
@@ -601,14 +611,14 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 		if (finished)
 			atomic_fetch_add(&stage->stats->beyond_epochs, 1);
 		else
-			stream_diag_record(&stage->diag, rank, (uint32_t)sample);
+			stream_diag_record(&stage->diag, rank, sample);
 		atomic_fetch_add(&stage->stats->stream_mismatched, !finished);
 	}
 	pthread_mutex_unlock(&stage->lock);
 
 	{
 		nopfs_status status =
-		        stage_serve_copy(stage, (uint32_t)sample, buffer, &deadline, fd, source);
+		        stage_serve_copy(stage, sample, buffer, &deadline, fd, source);
 
 		if (status == NOPFS_OK)
 			agent_count(&stage->stats->delivered[AGENT_DELIVERY_REQUESTED][*source],
@@ -699,7 +709,7 @@ nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint3
 	return status;
 }
 
-void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample)
+void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t index)
 {
 	struct stage_rank *r;
 	uint64_t position;
@@ -707,7 +717,9 @@ void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, ui
 	pthread_mutex_lock(&stage->lock);
 	r = local_rank(stage, rank);
 	if (r && r->api_ring) {
-		if (stage_ring_released(r->api_ring, slot, sample, &position))
+		/* An index past any sample id holds no slot. */
+		if (index <= NOPFS_SAMPLE_ID_MAX &&
+		    stage_ring_released(r->api_ring, slot, (nopfs_sample_id)index, &position))
 			complete_released(stage, r, position);
 		collect_released(stage, r);
 		pthread_cond_broadcast(&stage->work);
@@ -719,13 +731,13 @@ void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, ui
  * Set-up, the API's index file, teardown.
  */
 
-nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_set *tiers,
+nopfs_status stage_init(struct stage *stage, const struct job *job, struct source *source,
                         struct agent_stats *stats, const char *directory, uint32_t window,
                         unsigned int serve_timeout_ms)
 {
 	memset(stage, 0, sizeof(*stage));
 	stage->job = job;
-	stage->tiers = tiers;
+	stage->source = source;
 	stage->stats = stats;
 	stage->window = window;
 	stage->ring_size = 2 * (uint64_t)window;
@@ -764,12 +776,6 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_
 	return stage_publish_index(stage);
 }
 
-void stage_use_remote(struct stage *stage, tier_remote_read_fn *read, void *arg)
-{
-	stage->remote_read = read;
-	stage->remote_arg = arg;
-}
-
 nopfs_status stage_start(struct stage *stage, unsigned int threads)
 {
 	stage->workers = calloc(threads, sizeof(*stage->workers));
@@ -806,7 +812,7 @@ void stage_shutdown(struct stage *stage)
 	pthread_cond_broadcast(&stage->work);
 	pthread_cond_broadcast(&stage->ready);
 	pthread_mutex_unlock(&stage->lock);
-	tier_wake_all(stage->tiers);
+	tier_wake_all(stage->source->tiers);
 }
 
 void stage_fini(struct stage *stage)

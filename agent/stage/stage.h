@@ -1,15 +1,16 @@
 /*
  * Staging: for each local rank, the samples it will read next, in its exact
  * order, as complete files in the tmpfs stage directory (see runtime.h for
- * the names), produced ahead by stager threads from the best local source
- * (RAM or SSD tier; a tier sample not fetched yet is fetched by the stager
- * itself: help-out), else the PFS. A window of positions per rank is staged;
- * a position is done when the rank opens its file (reported by watch.c) or
- * asks for it (server.c). A rank that moves on to the next epoch abandons the
- * rest of the current one (a DataLoader with drop_last never reads its last
- * partial batch); a rank that jumps far ahead is resynchronized there.
- * Requests for samples in no local rank's window are served all the same and
- * recorded as stream mismatches (diagnosed by stream_diag.c).
+ * the names), produced ahead by stager threads from the best source
+ * (source.c: RAM or SSD tier; a tier sample not fetched yet is fetched by the
+ * stager itself: help-out), else a peer or the PFS. A window of positions per
+ * rank is staged; a position is done when the rank opens its file (reported
+ * by watch.c) or asks for it (server.c). A rank that moves on to the next
+ * epoch abandons the rest of the current one (a DataLoader with drop_last
+ * never reads its last partial batch); a rank that jumps far ahead is
+ * resynchronized there. Requests for samples in no local rank's window are
+ * served all the same and recorded as stream mismatches (diagnosed by
+ * stream_diag.c).
  */
 #ifndef NOPFS_AGENT_STAGE_H
 #define NOPFS_AGENT_STAGE_H
@@ -21,9 +22,9 @@
 
 #include "epochs.h"
 #include "job.h"
+#include "source.h"
 #include "stats.h"
 #include "stream_diag.h"
-#include "tier/tier.h"
 
 struct stage_rank;
 struct stage_worker;
@@ -31,10 +32,8 @@ struct stage_removed;
 
 struct stage {
 	const struct job *job;
-	struct tier_set *tiers;
+	struct source *source; /* where copies' bytes come from */
 	struct agent_stats *stats;
-	tier_remote_read_fn *remote_read; /* samples other nodes keep, or NULL */
-	void *remote_arg;
 	char directory[4096];
 	int directory_fd;
 	uint32_t window;
@@ -59,9 +58,10 @@ struct stage {
 
 /*
  * Set up the windows of the job's local ranks in @directory (which exists,
- * 0700) and publish the "index" file for the C API. No thread yet.
+ * 0700) and publish the "index" file for the C API. No thread yet. @job,
+ * @source and @stats are borrowed.
  */
-nopfs_status stage_init(struct stage *stage, const struct job *job, struct tier_set *tiers,
+nopfs_status stage_init(struct stage *stage, const struct job *job, struct source *source,
                         struct agent_stats *stats, const char *directory, uint32_t window,
                         unsigned int serve_timeout_ms);
 
@@ -99,7 +99,7 @@ void stage_watch_settled(struct stage *stage, uint64_t mark);
  * @buffer has room for the largest sample. Errors: NOPFS_ERR_TIMEOUT,
  * NOPFS_ERR_IO (the sample cannot be read), NOPFS_ERR_RANGE (no such sample).
  */
-nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, void *buffer,
+nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sample, void *buffer,
                            int *fd, nopfs_wire_source *source);
 
 /*
@@ -110,11 +110,11 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, uint64_t sample, v
 nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint32_t *slots,
                                uint64_t *bytes);
 
-/* A task of @rank released ring slot @slot holding @sample (RELEASE). */
-void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t sample);
-
-/* Read samples this node does not keep through @read (with @arg) before the PFS. */
-void stage_use_remote(struct stage *stage, tier_remote_read_fn *read, void *arg);
+/*
+ * A task of @rank released ring slot @slot holding the sample at @index
+ * (RELEASE, whose 64-bit index is checked here: a slot holds a sample id).
+ */
+void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t index);
 
 /* Live per-rank progress as a new JSON array (caller owns it). */
 json_t *stage_progress_json(struct stage *stage);

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "pfs.h"
 #include "task/runtime.h"
 #include "stage_internal.h"
 
@@ -19,7 +18,7 @@
  */
 
 /* The one name of @rank's copy of @sample: its path's, or its index's when that is too long. */
-static void staged_name(struct stage *stage, uint32_t rank, uint32_t sample, char *name,
+static void staged_name(struct stage *stage, uint32_t rank, nopfs_sample_id sample, char *name,
                         size_t length)
 {
 	char relative[4096];
@@ -30,7 +29,7 @@ static void staged_name(struct stage *stage, uint32_t rank, uint32_t sample, cha
 		nopfs_stage_name_for_index(rank, sample, name, length);
 }
 
-void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample)
+void stage_unlink_names(struct stage *stage, uint32_t rank, nopfs_sample_id sample)
 {
 	char name[300];
 
@@ -38,63 +37,16 @@ void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample)
 	unlinkat(stage->directory_fd, name, 0);
 }
 
-/*
- * Fill @fd with @sample from the best local source, else the node keeping
- * it, else the PFS; with @fd
- * < 0 fill @buffer itself. @buffer has room for the sample either way.
- */
-static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void *buffer,
-                              const struct timespec *deadline, nopfs_wire_source *source)
+nopfs_status stage_fill_memory(struct stage *stage, nopfs_sample_id sample, void *dest,
+                               nopfs_wire_source *from)
 {
-	const struct job *job = stage->job;
-	uint64_t size = nopfs_catalog_size(job->catalog, sample);
-	int t = nopfs_placement_tier_on(job->placement, job->node, sample);
-	nopfs_status status;
-
-	if (t >= 0) {
-		struct tier *tier = &stage->tiers->tier[t];
-		int64_t position = tier_position(tier, sample);
-		enum tier_fetch fetched = TIER_FETCH_NONE;
-
-		status = position < 0 ? NOPFS_ERR_INTERNAL
-		                      : tier_ensure(tier, (uint64_t)position, job->catalog, buffer,
-		                                    stage->stats, deadline, &fetched);
-		if (status == NOPFS_OK) {
-			if (fetched != TIER_FETCH_NONE) {
-				/* Help-out: the buffer already holds the bytes. */
-				agent_count(&stage->stats->help_out, size);
-				*source = fetched == TIER_FETCH_REMOTE ? NOPFS_FROM_PEER
-				                                       : NOPFS_FROM_PFS;
-				return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
-			}
-			*source = tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;
-			return fd < 0 ? tier_read(tier, (uint64_t)position, buffer)
-			              : tier_copy_to_fd(tier, (uint64_t)position, fd);
-		}
-		if (status == NOPFS_ERR_TIMEOUT)
-			return status;
-		/* The tier could not get it: try the PFS directly below. */
-	} else if (stage->remote_read && stage->remote_read(stage->remote_arg, sample, buffer)) {
-		*source = NOPFS_FROM_PEER;
-		return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
-	}
-	status = pfs_read_sample(job->catalog, sample, buffer, stage->stats);
-	if (status != NOPFS_OK)
-		return status;
-	*source = NOPFS_FROM_PFS;
-	return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
-}
-
-nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,
-                               nopfs_wire_source *source)
-{
-	return fill_copy(stage, sample, -1, dest, NULL, source);
+	return source_copy(stage->source, sample, -1, dest, NULL, from);
 }
 
 /* Write @sample under the temporary name @temporary. */
 nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *worker,
-                                   uint32_t sample, const char *temporary,
-                                   nopfs_wire_source *source)
+                                   nopfs_sample_id sample, const char *temporary,
+                                   nopfs_wire_source *from)
 {
 	nopfs_status status;
 	int fd;
@@ -104,7 +56,7 @@ nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *wor
 		nopfs_error("stage: cannot create '%s/%s': %m", stage->directory, temporary);
 		return nopfs_status_from_errno(errno);
 	}
-	status = fill_copy(stage, sample, fd, worker->buffer, NULL, source);
+	status = source_copy(stage->source, sample, fd, worker->buffer, NULL, from);
 	close(fd);
 	if (status != NOPFS_OK)
 		unlinkat(stage->directory_fd, temporary, 0);
@@ -115,7 +67,7 @@ nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *wor
  * Give a written copy its name and drop the temporary one. Called with the
  * lock held, so a task that opens the name finds its slot already staged.
  */
-nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
+nopfs_status stage_publish(struct stage *stage, uint32_t rank, nopfs_sample_id sample,
                            const char *temporary)
 {
 	char name[300];
@@ -136,8 +88,8 @@ nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
 }
 
 /* An anonymous, sealed, read-only copy of @sample for a request. */
-nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer,
-                              const struct timespec *deadline, int *fd, nopfs_wire_source *source)
+nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void *buffer,
+                              const struct timespec *deadline, int *fd, nopfs_wire_source *from)
 {
 	int copy = memfd_create("nopfs-sample", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	nopfs_status status;
@@ -146,7 +98,7 @@ nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer
 		nopfs_error("cannot create a copy of sample %" PRIu32 ": %m", sample);
 		return NOPFS_ERR_NOMEM;
 	}
-	status = fill_copy(stage, sample, copy, buffer, deadline, source);
+	status = source_copy(stage->source, sample, copy, buffer, deadline, from);
 	if (status == NOPFS_OK &&
 	    fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
 		status = NOPFS_ERR_IO;
@@ -164,7 +116,7 @@ nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer
  * the watch ignores dot names, so the agent's own open is not mistaken for a
  * task reading the sample.
  */
-int stage_open_staged(struct stage *stage, uint32_t rank, uint32_t sample)
+int stage_open_staged(struct stage *stage, uint32_t rank, nopfs_sample_id sample)
 {
 	char name[300], hidden[64];
 	int fd;

@@ -18,7 +18,7 @@ enum slot_state {
 
 struct stage_slot {
 	uint64_t position; /* global position (epoch * per_rank + index) */
-	uint32_t sample;
+	nopfs_sample_id sample;
 	uint8_t state;
 	uint8_t source;
 	uint32_t ring_slot; /* slot + 1 in the rank's API ring; 0: a file */
@@ -43,27 +43,27 @@ struct stage_worker {
 };
 
 /* Remove the name of @sample's copy staged for @rank. */
-void stage_unlink_names(struct stage *stage, uint32_t rank, uint32_t sample);
+void stage_unlink_names(struct stage *stage, uint32_t rank, nopfs_sample_id sample);
 
 /* Write @sample under the temporary name @temporary (no lock needed). */
 nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *worker,
-                                   uint32_t sample, const char *temporary,
-                                   nopfs_wire_source *source);
+                                   nopfs_sample_id sample, const char *temporary,
+                                   nopfs_wire_source *from);
 
 /* Fill @dest (room for the sample) with @sample from the best source. */
-nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,
-                               nopfs_wire_source *source);
+nopfs_status stage_fill_memory(struct stage *stage, nopfs_sample_id sample, void *dest,
+                               nopfs_wire_source *from);
 
 /* Give a written copy its name for @rank (lock held). */
-nopfs_status stage_publish(struct stage *stage, uint32_t rank, uint32_t sample,
+nopfs_status stage_publish(struct stage *stage, uint32_t rank, nopfs_sample_id sample,
                            const char *temporary);
 
 /* Open @rank's staged copy of @sample without it counting as the rank's open. */
-int stage_open_staged(struct stage *stage, uint32_t rank, uint32_t sample);
+int stage_open_staged(struct stage *stage, uint32_t rank, nopfs_sample_id sample);
 
 /* An anonymous, sealed, read-only copy of @sample for a request. */
-nopfs_status stage_serve_copy(struct stage *stage, uint32_t sample, void *buffer,
-                              const struct timespec *deadline, int *fd, nopfs_wire_source *source);
+nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void *buffer,
+                              const struct timespec *deadline, int *fd, nopfs_wire_source *from);
 
 /* Publish the "index" file for the C API. */
 nopfs_status stage_publish_index(struct stage *stage);

@@ -160,8 +160,8 @@ static bool find_room(struct stage_ring *ring, uint64_t size, uint64_t *offset)
 	return ring->head_offset + size <= ring->tail_offset;
 }
 
-bool stage_ring_reserve(struct stage_ring *ring, uint32_t sample, uint64_t size, uint64_t position,
-                        uint32_t *slot, uint64_t *offset)
+bool stage_ring_reserve(struct stage_ring *ring, nopfs_sample_id sample, uint64_t size,
+                        uint64_t position, uint32_t *slot, uint64_t *offset)
 {
 	struct nopfs_ring_slot *shared;
 	uint64_t at;
@@ -228,7 +228,7 @@ void stage_ring_cancel(struct stage_ring *ring, uint32_t slot)
 		free_slot(ring, slot);
 }
 
-bool stage_ring_released(struct stage_ring *ring, uint32_t slot, uint64_t sample,
+bool stage_ring_released(struct stage_ring *ring, uint32_t slot, nopfs_sample_id sample,
                          uint64_t *position)
 {
 	if (slot >= ring->slot_count || !ring->own[slot].live || ring->own[slot].sample != sample ||

@@ -13,12 +13,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "task/ring.h"
+#include "catalog/catalog.h"
 #include "common/status.h"
+#include "task/ring.h"
 
 struct stage_ring_own {
 	uint64_t offset, size, position;
-	uint32_t sample;
+	nopfs_sample_id sample;
 	bool live;
 };
 
@@ -48,8 +49,8 @@ void stage_ring_destroy(struct stage_ring *ring);
  * Reserve room for a sample of @size bytes at stream @position: a slot in
  * WRITING state and its offset in the data area. false when full.
  */
-bool stage_ring_reserve(struct stage_ring *ring, uint32_t sample, uint64_t size, uint64_t position,
-                        uint32_t *slot, uint64_t *offset);
+bool stage_ring_reserve(struct stage_ring *ring, nopfs_sample_id sample, uint64_t size,
+                        uint64_t position, uint32_t *slot, uint64_t *offset);
 
 /* Where the data at @offset is (for writing it without the lock). */
 static inline void *stage_ring_data(struct stage_ring *ring, uint64_t offset)
@@ -70,7 +71,7 @@ bool stage_ring_take_back(struct stage_ring *ring, uint32_t slot);
  * A task released @slot holding @sample: true with *position when that is so
  * (the slot is free again), false for a release that does not match.
  */
-bool stage_ring_released(struct stage_ring *ring, uint32_t slot, uint64_t sample,
+bool stage_ring_released(struct stage_ring *ring, uint32_t slot, nopfs_sample_id sample,
                          uint64_t *position);
 
 /*

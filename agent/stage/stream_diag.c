@@ -24,7 +24,7 @@ void stream_diag_fini(struct stream_diag *diag)
 	pthread_mutex_destroy(&diag->lock);
 }
 
-void stream_diag_record(struct stream_diag *diag, int32_t rank, uint32_t sample)
+void stream_diag_record(struct stream_diag *diag, int32_t rank, nopfs_sample_id sample)
 {
 	pthread_mutex_lock(&diag->lock);
 	diag->total++;

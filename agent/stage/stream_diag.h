@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "catalog/catalog.h"
+
 #define STREAM_DIAG_RECORDS 256
 
 struct job;
@@ -23,7 +25,7 @@ struct stream_diag {
 	uint32_t recorded;
 	struct {
 		int32_t rank; /* -1: unknown */
-		uint32_t sample;
+		nopfs_sample_id sample;
 	} record[STREAM_DIAG_RECORDS];
 };
 
@@ -31,7 +33,7 @@ void stream_diag_init(struct stream_diag *diag);
 void stream_diag_fini(struct stream_diag *diag);
 
 /* Record a mismatched request. */
-void stream_diag_record(struct stream_diag *diag, int32_t rank, uint32_t sample);
+void stream_diag_record(struct stream_diag *diag, int32_t rank, nopfs_sample_id sample);
 
 /*
  * The mismatch section of the report as a new JSON object: counts, the share

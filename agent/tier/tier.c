@@ -13,7 +13,6 @@
 
 #include "job.h"
 #include "common/log.h"
-#include "pfs.h"
 #include "tier.h"
 #include "timing.h"
 #include "common/units.h"
@@ -127,7 +126,7 @@ static nopfs_status tier_index(struct tier *tier, const struct job *job)
 			nopfs_placement_locate(job->placement, k, &holder, NULL);
 			if ((holder == job->node) == (bool)replicas)
 				continue;
-			tier->samples[at] = (uint32_t)k;
+			tier->samples[at] = (nopfs_sample_id)k;
 			tier->offsets[at] = tier->bytes;
 			tier->bytes += sizes[k];
 			at++;
@@ -313,7 +312,7 @@ void tier_set_destroy(struct tier_set *set)
 }
 
 /* Binary search of @sample among positions [low, high) (sorted there). */
-static int64_t search(const struct tier *tier, uint32_t sample, uint64_t low, uint64_t high)
+static int64_t search(const struct tier *tier, nopfs_sample_id sample, uint64_t low, uint64_t high)
 {
 	uint64_t end = high;
 
@@ -328,14 +327,14 @@ static int64_t search(const struct tier *tier, uint32_t sample, uint64_t low, ui
 	return low < end && tier->samples[low] == sample ? (int64_t)low : -1;
 }
 
-int64_t tier_position(const struct tier *tier, uint32_t sample)
+int64_t tier_position(const struct tier *tier, nopfs_sample_id sample)
 {
 	int64_t position = search(tier, sample, 0, tier->primary_count);
 
 	return position >= 0 ? position : search(tier, sample, tier->primary_count, tier->count);
 }
 
-static nopfs_status tier_store(struct tier *tier, uint64_t position, const void *data)
+nopfs_status tier_store(struct tier *tier, uint64_t position, const void *data)
 {
 	uint64_t offset = tier->offsets[position];
 	uint64_t size = tier->offsets[position + 1] - offset, done = 0;
@@ -407,102 +406,36 @@ nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd)
 	return NOPFS_OK;
 }
 
-static void tier_set_state(struct tier *tier, uint64_t position, enum tier_state state)
+bool tier_claim(struct tier *tier, uint64_t position)
+{
+	uint8_t expected = TIER_ABSENT;
+
+	return atomic_compare_exchange_strong(&tier->state[position], &expected, TIER_IN_FLIGHT);
+}
+
+enum tier_state tier_wait(struct tier *tier, uint64_t position, const struct timespec *deadline)
+{
+	uint8_t state;
+
+	pthread_mutex_lock(&tier->lock);
+	while (atomic_load(&tier->state[position]) == TIER_IN_FLIGHT) {
+		int rc = deadline ? pthread_cond_timedwait(&tier->changed, &tier->lock, deadline)
+		                  : pthread_cond_wait(&tier->changed, &tier->lock);
+
+		if (rc == ETIMEDOUT)
+			break;
+	}
+	state = atomic_load(&tier->state[position]);
+	pthread_mutex_unlock(&tier->lock);
+	return (enum tier_state)state;
+}
+
+void tier_publish(struct tier *tier, uint64_t position, enum tier_state state)
 {
 	pthread_mutex_lock(&tier->lock);
 	atomic_store(&tier->state[position], (uint8_t)state);
 	pthread_cond_broadcast(&tier->changed);
 	pthread_mutex_unlock(&tier->lock);
-}
-
-/* Store @buffer at @position (in flight, ours) and publish the outcome. */
-static nopfs_status finish_fill(struct tier *tier, uint64_t position, nopfs_status status,
-                                const void *buffer, struct agent_stats *stats,
-                                enum tier_state on_error)
-{
-	if (status == NOPFS_OK)
-		status = tier_store(tier, position, buffer);
-	tier_set_state(tier, position, status == NOPFS_OK ? TIER_PRESENT : on_error);
-	if (status == NOPFS_OK)
-		agent_count(&stats->tier_filled[tier->index],
-		            tier->offsets[position + 1] - tier->offsets[position]);
-	return status;
-}
-
-nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopfs_catalog *catalog,
-                         void *buffer, struct agent_stats *stats, const struct timespec *deadline,
-                         enum tier_fetch *fetched)
-{
-	enum tier_fetch from = TIER_FETCH_PFS;
-	uint8_t state;
-	nopfs_status status;
-
-	if (fetched)
-		*fetched = TIER_FETCH_NONE;
-	for (;;) {
-		uint8_t expected = TIER_ABSENT;
-
-		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
-			return NOPFS_OK;
-		if (atomic_compare_exchange_strong(&tier->state[position], &expected,
-		                                   TIER_IN_FLIGHT)) {
-			/* A replica's primary copy is on another node: read it there first. */
-			if (position >= tier->primary_count && tier->remote_read &&
-			    tier->remote_read(tier->remote_arg, tier->samples[position], buffer)) {
-				status = NOPFS_OK;
-				from = TIER_FETCH_REMOTE;
-			} else {
-				status = pfs_read_sample(catalog, tier->samples[position], buffer,
-				                         stats);
-			}
-			status = finish_fill(tier, position, status, buffer, stats, TIER_FAILED);
-			if (status == NOPFS_OK && fetched)
-				*fetched = from;
-			return status;
-		}
-		pthread_mutex_lock(&tier->lock);
-		while (atomic_load(&tier->state[position]) == TIER_IN_FLIGHT) {
-			int rc = deadline ? pthread_cond_timedwait(&tier->changed, &tier->lock,
-			                                           deadline)
-			                  : pthread_cond_wait(&tier->changed, &tier->lock);
-
-			if (rc == ETIMEDOUT)
-				break;
-		}
-		state = atomic_load(&tier->state[position]);
-		pthread_mutex_unlock(&tier->lock);
-		/* Absent again: a remote fill found nothing and left it; fetch it here. */
-		if (state != TIER_ABSENT)
-			break;
-	}
-	if (state == TIER_PRESENT)
-		return NOPFS_OK;
-	return state == TIER_IN_FLIGHT ? NOPFS_ERR_TIMEOUT : NOPFS_ERR_IO;
-}
-
-bool tier_fill_remote(struct tier *tier, uint64_t position, void *buffer, struct agent_stats *stats)
-{
-	uint8_t expected = TIER_ABSENT;
-	bool found;
-
-	if (!tier->remote_read)
-		return false;
-	if (!atomic_compare_exchange_strong(&tier->state[position], &expected, TIER_IN_FLIGHT))
-		return true; /* present, failed, or someone else is fetching it */
-	found = tier->remote_read(tier->remote_arg, tier->samples[position], buffer);
-	if (!found) {
-		tier_set_state(tier, position, TIER_ABSENT);
-		return false;
-	}
-	return finish_fill(tier, position, NOPFS_OK, buffer, stats, TIER_ABSENT) == NOPFS_OK;
-}
-
-void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg)
-{
-	for (unsigned int t = 0; t < set->count; t++) {
-		set->tier[t].remote_read = read;
-		set->tier[t].remote_arg = arg;
-	}
 }
 
 void tier_wake_all(struct tier_set *set)

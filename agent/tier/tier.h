@@ -8,7 +8,9 @@
  * metadata exchange is needed.
  *
  * Every kept sample has a state: absent, in flight (one thread is fetching
- * it), present, or failed. Exactly one thread fetches a sample; others wait.
+ * it), present, or failed. Exactly one thread fetches a sample (it claimed
+ * it); others wait. Where the bytes come from is source.c's business: tiers
+ * only store them.
  */
 #ifndef NOPFS_AGENT_TIER_H
 #define NOPFS_AGENT_TIER_H
@@ -21,7 +23,6 @@
 #include <time.h>
 
 #include "catalog/catalog.h"
-#include "stats.h"
 #include "common/status.h"
 #include "plan/tierspec.h"
 
@@ -32,36 +33,24 @@ enum tier_state {
 	TIER_FAILED = 3,
 };
 
-/*
- * Read @sample into @buffer from elsewhere than the PFS (the node keeping its
- * primary copy); false when it cannot, and the PFS is read instead.
- */
-typedef bool tier_remote_read_fn(void *arg, uint32_t sample, void *buffer);
-
-/* Where a tier_ensure() call fetched its sample from, if it did. */
-enum tier_fetch { TIER_FETCH_NONE, TIER_FETCH_PFS, TIER_FETCH_REMOTE };
-
 struct tier {
 	unsigned int index; /* in the plan, 0 = fastest */
 	nopfs_tier_kind kind;
 	char directory[PATH_MAX]; /* SSD: the job-private directory we made */
 	char path[PATH_MAX];      /* the tier's file */
 	int fd;
-	uint8_t *base;          /* RAM: the mapping; SSD: NULL */
-	uint64_t bytes;         /* planned bytes (file size) */
-	uint64_t count;         /* kept samples */
-	uint64_t primary_count; /* the first ones: this node holds their primary copy */
-	uint32_t *samples;      /* primaries sorted, then replicas sorted */
-	uint64_t *offsets;      /* count + 1 */
+	uint8_t *base;            /* RAM: the mapping; SSD: NULL */
+	uint64_t bytes;           /* planned bytes (file size) */
+	uint64_t count;           /* kept samples */
+	uint64_t primary_count;   /* the first ones: this node holds their primary copy */
+	nopfs_sample_id *samples; /* primaries sorted, then replicas sorted */
+	uint64_t *offsets;        /* count + 1 */
 	_Atomic uint8_t *state;
 	uint64_t *fill_order; /* positions, first-needed first */
 	_Atomic uint64_t next_fill;
 	unsigned int threads; /* prefetch threads */
 	pthread_mutex_t lock; /* waiters for in-flight samples */
 	pthread_cond_t changed;
-	/* Where a replica is read from before the PFS (NULL: the PFS only). */
-	tier_remote_read_fn *remote_read;
-	void *remote_arg;
 };
 
 struct tier_set {
@@ -114,39 +103,32 @@ void tier_set_retire(struct tier_set *set, struct tier_retired **retired);
 void tier_retired_free(struct tier_retired *retired);
 
 /* The position of @sample in @tier, or -1 when the tier does not keep it. */
-int64_t tier_position(const struct tier *tier, uint32_t sample);
+int64_t tier_position(const struct tier *tier, nopfs_sample_id sample);
 
 /*
- * Make position @position of @tier present: return at once if it is; fetch
- * it into the tier if it is absent (a replica from the node keeping its
- * primary copy when the tier has a remote_read that finds it, else the PFS;
- * using @buffer, room for the sample); wait for the thread fetching it
- * otherwise, until @deadline (NULL: no limit; CLOCK_MONOTONIC), and fetch it
- * here if that thread left it absent. *fetched (may be NULL) tells whether
- * and where this call fetched it. NOPFS_ERR_TIMEOUT past the deadline; the
- * fetch's error if it failed.
+ * Claim position @position of @tier to fill it: true when it was absent and
+ * is now in flight, this caller's to store (tier_store()) and publish
+ * (tier_publish()); false when it is present, failed or another's.
  */
-nopfs_status tier_ensure(struct tier *tier, uint64_t position, const struct nopfs_catalog *catalog,
-                         void *buffer, struct agent_stats *stats, const struct timespec *deadline,
-                         enum tier_fetch *fetched);
+bool tier_claim(struct tier *tier, uint64_t position);
+
+/*
+ * Wait while @position is in flight, until @deadline (NULL: no limit;
+ * CLOCK_MONOTONIC). Its state then: still TIER_IN_FLIGHT past the deadline.
+ */
+enum tier_state tier_wait(struct tier *tier, uint64_t position, const struct timespec *deadline);
+
+/* Store the sample's bytes at @data into claimed @position. Logs errors. */
+nopfs_status tier_store(struct tier *tier, uint64_t position, const void *data);
+
+/* Set the state of claimed @position and wake its waiters. */
+void tier_publish(struct tier *tier, uint64_t position, enum tier_state state);
 
 /* Copy a present sample to the start of @fd (a new, empty file). */
 nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd);
 
 /* Copy a present sample into @buffer. */
 nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer);
-
-/*
- * Fill @position from elsewhere than the PFS (the tier's remote_read), when
- * absent. false when it is absent and could not be read there (it is left
- * absent, for a later try or tier_ensure); true when it is now present or
- * was not absent (present, failed, or being fetched by another thread).
- */
-bool tier_fill_remote(struct tier *tier, uint64_t position, void *buffer,
-                      struct agent_stats *stats);
-
-/* Fill the replicas of every tier through @read (with @arg) before the PFS. */
-void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *arg);
 
 /* Wake every waiter (shutdown). */
 void tier_wake_all(struct tier_set *set);

@@ -12,6 +12,15 @@
 
 #include "common/status.h"
 
+/*
+ * A sample's index in the catalog, from the task's request to the PFS read.
+ * A catalog holds at most 2^32 - 1 samples. Wider values (the wire's u64
+ * fields, the C API's uint64_t) are checked against the sample count where
+ * they become one.
+ */
+typedef uint32_t nopfs_sample_id;
+#define NOPFS_SAMPLE_ID_MAX UINT32_MAX
+
 typedef enum nopfs_index_format {
 	NOPFS_INDEX_IMAGEFOLDER = 0,
 	NOPFS_INDEX_LIST = 1,

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "catalog/catalog.h"
 #include "client_ring.h"
 #include "common/log.h"
 #include "nopfs.h"
@@ -172,7 +173,7 @@ static nopfs_status map_copy(int fd, uint64_t size, struct nopfs_sample *sample)
 }
 
 /* The staged copy "i<rank>.<index>": NOPFS_ERR_NOT_FOUND when it is not there. */
-static nopfs_status get_staged(struct nopfs_client *client, uint64_t index,
+static nopfs_status get_staged(struct nopfs_client *client, nopfs_sample_id index,
                                struct nopfs_sample *sample)
 {
 	struct nopfs_sample got = { .index = index, .source = NOPFS_FROM_STAGING };
@@ -212,8 +213,8 @@ out_close:
 }
 
 /* Check a SAMPLE reply and its copy; NOPFS_ERR_FORMAT with @why if they are wrong. */
-static nopfs_status check_copy(const struct nopfs_wire_message *reply, uint64_t index, int fd,
-                               const char **why)
+static nopfs_status check_copy(const struct nopfs_wire_message *reply, nopfs_sample_id index,
+                               int fd, const char **why)
 {
 	struct stat st;
 
@@ -237,7 +238,7 @@ static nopfs_status check_copy(const struct nopfs_wire_message *reply, uint64_t 
 }
 
 /* Ask the agent (GET); on any failure the caller reads the PFS. */
-static nopfs_status get_from_agent(struct nopfs_client *client, uint64_t index,
+static nopfs_status get_from_agent(struct nopfs_client *client, nopfs_sample_id index,
                                    struct nopfs_sample *sample)
 {
 	struct nopfs_wire_message request = { .type = NOPFS_WIRE_GET };
@@ -254,19 +255,19 @@ static nopfs_status get_from_agent(struct nopfs_client *client, uint64_t index,
 	if (status == NOPFS_ERR_UNSUPPORTED)
 		return status; /* backing off: already said */
 	if (status != NOPFS_OK) {
-		nopfs_warning("agent at %s failed on sample %" PRIu64 ": %s; reading the PFS",
+		nopfs_warning("agent at %s failed on sample %" PRIu32 ": %s; reading the PFS",
 		              client->channel.socket_path, index, why);
 		return status;
 	}
 	if (reply.type == NOPFS_WIRE_ERROR) {
-		nopfs_debug("agent cannot serve sample %" PRIu64 ": %.*s (%s)", index,
+		nopfs_debug("agent cannot serve sample %" PRIu32 ": %.*s (%s)", index,
 		            (int)reply.u.error.length, reply.u.error.text,
 		            nopfs_status_string(reply.u.error.status));
 		return NOPFS_ERR_NOT_FOUND;
 	}
 	status = check_copy(&reply, index, fd, &why);
 	if (status != NOPFS_OK) {
-		nopfs_warning("agent at %s sent a bad reply for sample %" PRIu64
+		nopfs_warning("agent at %s sent a bad reply for sample %" PRIu32
 		              ": %s; reading the PFS",
 		              client->channel.socket_path, index, why);
 		nopfs_channel_fail(&client->channel);
@@ -277,7 +278,7 @@ static nopfs_status get_from_agent(struct nopfs_client *client, uint64_t index,
 	got.source = reply.u.sample.source;
 	status = map_copy(fd, got.size, &got);
 	if (status != NOPFS_OK) {
-		nopfs_warning("cannot map the agent's copy of sample %" PRIu64 ": %s", index,
+		nopfs_warning("cannot map the agent's copy of sample %" PRIu32 ": %s", index,
 		              nopfs_status_string(status));
 		goto out_close;
 	}
@@ -323,7 +324,7 @@ static nopfs_status read_copy(int fd, uint64_t size, struct nopfs_sample *sample
 }
 
 /* Read sample @index from the PFS: $NOPFS_DATASET / its path in the staging index. */
-static nopfs_status get_from_pfs(struct nopfs_client *client, uint64_t index,
+static nopfs_status get_from_pfs(struct nopfs_client *client, nopfs_sample_id index,
                                  struct nopfs_sample *sample)
 {
 	struct nopfs_sample got = { .index = index, .source = NOPFS_FROM_PFS };
@@ -338,7 +339,7 @@ static nopfs_status get_from_pfs(struct nopfs_client *client, uint64_t index,
 	if (!client->dataset[0] ||
 	    !nopfs_stage_index_entry(&client->index, index, &indexed_size, &got.label) ||
 	    !nopfs_stage_index_path(&client->index, index, &relative, &length)) {
-		nopfs_error("sample %" PRIu64 ": the agent cannot serve it and its PFS path is "
+		nopfs_error("sample %" PRIu32 ": the agent cannot serve it and its PFS path is "
 		            "unknown (no $%s or no staging index)",
 		            index, NOPFS_ENV_DATASET);
 		return NOPFS_ERR_UNSUPPORTED;
@@ -346,7 +347,7 @@ static nopfs_status get_from_pfs(struct nopfs_client *client, uint64_t index,
 	if (memchr(relative, '\0', length) || length > INT_MAX ||
 	    snprintf(path, sizeof(path), "%s/%.*s", client->dataset, (int)length, relative) >=
 	            (int)sizeof(path)) {
-		nopfs_error("sample %" PRIu64 ": bad path in the staging index", index);
+		nopfs_error("sample %" PRIu32 ": bad path in the staging index", index);
 		return NOPFS_ERR_FORMAT;
 	}
 	/*
@@ -355,18 +356,18 @@ static nopfs_status get_from_pfs(struct nopfs_client *client, uint64_t index,
 	 */
 	fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		nopfs_error("sample %" PRIu64 ": cannot open %s: %m", index, path);
+		nopfs_error("sample %" PRIu32 ": cannot open %s: %m", index, path);
 		return nopfs_status_from_errno(errno);
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		nopfs_error("sample %" PRIu64 ": %s is not a regular file", index, path);
+		nopfs_error("sample %" PRIu32 ": %s is not a regular file", index, path);
 		status = NOPFS_ERR_IO;
 		goto out_close;
 	}
 	got.size = (uint64_t)st.st_size;
 	status = read_copy(fd, got.size, &got);
 	if (status != NOPFS_OK) {
-		nopfs_error("sample %" PRIu64 ": cannot read %s: %s", index, path,
+		nopfs_error("sample %" PRIu32 ": cannot read %s: %s", index, path,
 		            nopfs_status_string(status));
 		goto out_close;
 	}
@@ -379,20 +380,23 @@ out_close:
 nopfs_status nopfs_client_get(struct nopfs_client *client, uint64_t index,
                               struct nopfs_sample *sample)
 {
+	nopfs_sample_id id;
+
 	if (!client || !sample)
 		return NOPFS_ERR_INVALID;
-	if (index >= client->channel.samples) {
+	if (index >= client->channel.samples || index > NOPFS_SAMPLE_ID_MAX) {
 		nopfs_error("sample %" PRIu64 " out of range: the dataset has %" PRIu64, index,
 		            client->channel.samples);
 		return NOPFS_ERR_RANGE;
 	}
-	if (client_ring_take(&client->ring, index, sample))
+	id = (nopfs_sample_id)index;
+	if (client_ring_take(&client->ring, id, sample))
 		return NOPFS_OK;
-	if (get_staged(client, index, sample) == NOPFS_OK)
+	if (get_staged(client, id, sample) == NOPFS_OK)
 		return NOPFS_OK;
-	if (get_from_agent(client, index, sample) == NOPFS_OK)
+	if (get_from_agent(client, id, sample) == NOPFS_OK)
 		return NOPFS_OK;
-	return get_from_pfs(client, index, sample);
+	return get_from_pfs(client, id, sample);
 }
 
 void nopfs_client_release(struct nopfs_client *client, struct nopfs_sample *sample)

@@ -73,7 +73,7 @@ void client_ring_attach(struct client_ring *ring, struct nopfs_channel *channel)
 }
 
 /* Take slot @s if it holds @index ready: fill *sample. */
-static bool take_slot(struct client_ring *ring, uint32_t s, uint64_t index,
+static bool take_slot(struct client_ring *ring, uint32_t s, nopfs_sample_id index,
                       struct nopfs_sample *sample)
 {
 	const struct nopfs_ring_header *header = ring->base;
@@ -105,7 +105,7 @@ static bool take_slot(struct client_ring *ring, uint32_t s, uint64_t index,
 	return true;
 }
 
-bool client_ring_take(struct client_ring *ring, uint64_t index, struct nopfs_sample *sample)
+bool client_ring_take(struct client_ring *ring, nopfs_sample_id index, struct nopfs_sample *sample)
 {
 	uint32_t hint;
 

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "catalog/catalog.h"
 #include "channel.h"
 #include "nopfs.h"
 
@@ -26,7 +27,7 @@ struct client_ring {
 void client_ring_attach(struct client_ring *ring, struct nopfs_channel *channel);
 
 /* Take sample @index if the ring holds it ready: true with *sample filled. */
-bool client_ring_take(struct client_ring *ring, uint64_t index, struct nopfs_sample *sample);
+bool client_ring_take(struct client_ring *ring, nopfs_sample_id index, struct nopfs_sample *sample);
 
 /* Release a view taken from the ring and tell the agent. */
 void client_ring_release(struct client_ring *ring, struct nopfs_channel *channel,

@@ -3,6 +3,8 @@
  * over the agent's Unix stream socket: a 16-byte little-endian header
  * (magic "NPFS", version, type, payload length, request id) and a payload
  * of fixed layout per type. Messages, fields and errors: docs/protocols.md.
+ * Sample indices travel as u64; a receiver checks one against the sample
+ * count before taking it as a nopfs_sample_id (catalog/catalog.h).
  */
 #ifndef NOPFS_WIRE_H
 #define NOPFS_WIRE_H

@@ -99,7 +99,8 @@ static inline int sample_is_right(unsigned int sample, const unsigned char *buff
 	return 1;
 }
 
-static inline nopfs_status store_serve(void *arg, uint64_t sample, void *buffer, uint64_t size)
+static inline nopfs_status store_serve(void *arg, nopfs_sample_id sample, void *buffer,
+                                       uint64_t size)
 {
 	struct store *store = arg;
 
@@ -127,8 +128,8 @@ static inline void store_notice(void *arg, uint32_t sender, uint32_t kind, uint3
 }
 
 /* The owner fetches a sample it keeps (here: marks it present) and copies it. */
-static inline nopfs_status store_fill(void *arg, uint64_t sample, void *buffer, uint64_t size,
-                                      uint64_t deadline_ns)
+static inline nopfs_status store_fill(void *arg, nopfs_sample_id sample, void *buffer,
+                                      uint64_t size, uint64_t deadline_ns)
 {
 	struct store *store = arg;
 	struct timespec now;

@@ -1,0 +1,183 @@
+/* The sample-source ladder: the node's tiers, then a peer, then the PFS. */
+#include <stdatomic.h>
+
+#include "pfs.h"
+#include "source.h"
+
+/* Where a tier's sample was fetched from by the call that made it present. */
+enum fetch { FETCH_NONE, FETCH_PFS, FETCH_PEER };
+
+void source_init(struct source *source, const struct job *job, struct tier_set *tiers,
+                 struct agent_stats *stats)
+{
+	*source = (struct source){ .job = job, .tiers = tiers, .stats = stats };
+}
+
+void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg)
+{
+	source->peer_read = read;
+	source->peer_arg = arg;
+}
+
+/* Whether the node keeping @sample's primary copy gave its bytes. */
+static bool read_peer(struct source *source, nopfs_sample_id sample, void *buffer)
+{
+	return source->peer_read && source->peer_read(source->peer_arg, sample, buffer);
+}
+
+/*
+ * Store @buffer at claimed @position when @status is NOPFS_OK and publish
+ * the outcome (@on_error when it failed).
+ */
+static nopfs_status store_claimed(struct source *source, struct tier *tier, uint64_t position,
+                                  nopfs_status status, const void *buffer, enum tier_state on_error)
+{
+	if (status == NOPFS_OK)
+		status = tier_store(tier, position, buffer);
+	tier_publish(tier, position, status == NOPFS_OK ? TIER_PRESENT : on_error);
+	if (status == NOPFS_OK)
+		agent_count(&source->stats->tier_filled[tier->index],
+		            tier->offsets[position + 1] - tier->offsets[position]);
+	return status;
+}
+
+/* Fetch claimed @position of @tier; *fetched says from where. */
+static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint64_t position,
+                                  void *buffer, enum fetch *fetched)
+{
+	nopfs_sample_id sample = tier->samples[position];
+	enum fetch from = FETCH_PFS;
+	nopfs_status status;
+
+	/* A replica's primary copy is on another node: read it there first. */
+	if (position >= tier->primary_count && read_peer(source, sample, buffer)) {
+		status = NOPFS_OK;
+		from = FETCH_PEER;
+	} else {
+		status = pfs_read_sample(source->job->catalog, sample, buffer, source->stats);
+	}
+	status = store_claimed(source, tier, position, status, buffer, TIER_FAILED);
+	if (status == NOPFS_OK)
+		*fetched = from;
+	return status;
+}
+
+/* source_fill_tier(); *fetched tells whether and where this call fetched it. */
+static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t position,
+                           void *buffer, const struct timespec *deadline, enum fetch *fetched)
+{
+	enum tier_state state;
+
+	*fetched = FETCH_NONE;
+	for (;;) {
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
+			return NOPFS_OK;
+		if (tier_claim(tier, position))
+			return fetch_claimed(source, tier, position, buffer, fetched);
+		state = tier_wait(tier, position, deadline);
+		/* Absent again: a peer fill found nothing and left it; fetch it here. */
+		if (state != TIER_ABSENT)
+			break;
+	}
+	if (state == TIER_PRESENT)
+		return NOPFS_OK;
+	return state == TIER_IN_FLIGHT ? NOPFS_ERR_TIMEOUT : NOPFS_ERR_IO;
+}
+
+nopfs_status source_fill_tier(struct source *source, struct tier *tier, uint64_t position,
+                              void *buffer, const struct timespec *deadline)
+{
+	enum fetch fetched;
+
+	return ensure(source, tier, position, buffer, deadline, &fetched);
+}
+
+bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64_t position,
+                                void *buffer)
+{
+	if (!source->peer_read)
+		return false;
+	if (!tier_claim(tier, position))
+		return true; /* present, failed, or someone else is fetching it */
+	if (!source->peer_read(source->peer_arg, tier->samples[position], buffer)) {
+		tier_publish(tier, position, TIER_ABSENT);
+		return false;
+	}
+	return store_claimed(source, tier, position, NOPFS_OK, buffer, TIER_ABSENT) == NOPFS_OK;
+}
+
+/* The copy is in @buffer: write its @size bytes to @fd, if there is one. */
+static nopfs_status deliver(int fd, const void *buffer, uint64_t size)
+{
+	return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
+}
+
+/* Copy present @position of @tier, which this call @fetched into @buffer or found there. */
+static nopfs_status copy_from_tier(struct source *source, struct tier *tier, uint64_t position,
+                                   enum fetch fetched, int fd, void *buffer,
+                                   nopfs_wire_source *from)
+{
+	uint64_t size = tier->offsets[position + 1] - tier->offsets[position];
+
+	if (fetched != FETCH_NONE) {
+		/* Help-out: the buffer already holds the bytes. */
+		agent_count(&source->stats->help_out, size);
+		*from = fetched == FETCH_PEER ? NOPFS_FROM_PEER : NOPFS_FROM_PFS;
+		return deliver(fd, buffer, size);
+	}
+	*from = tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;
+	return fd < 0 ? tier_read(tier, position, buffer) : tier_copy_to_fd(tier, position, fd);
+}
+
+nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, void *buffer,
+                         const struct timespec *deadline, nopfs_wire_source *from)
+{
+	const struct job *job = source->job;
+	uint64_t size = nopfs_catalog_size(job->catalog, sample);
+	int t = nopfs_placement_tier_on(job->placement, job->node, sample);
+	nopfs_status status;
+
+	if (t >= 0) {
+		struct tier *tier = &source->tiers->tier[t];
+		int64_t position = tier_position(tier, sample);
+		enum fetch fetched = FETCH_NONE;
+
+		status = position < 0 ? NOPFS_ERR_INTERNAL
+		                      : ensure(source, tier, (uint64_t)position, buffer, deadline,
+		                               &fetched);
+		if (status == NOPFS_OK)
+			return copy_from_tier(source, tier, (uint64_t)position, fetched, fd, buffer,
+			                      from);
+		if (status == NOPFS_ERR_TIMEOUT)
+			return status;
+		/* The tier could not get it: try the PFS directly below. */
+	} else if (read_peer(source, sample, buffer)) {
+		*from = NOPFS_FROM_PEER;
+		return deliver(fd, buffer, size);
+	}
+	status = pfs_read_sample(job->catalog, sample, buffer, source->stats);
+	if (status != NOPFS_OK)
+		return status;
+	*from = NOPFS_FROM_PFS;
+	return deliver(fd, buffer, size);
+}
+
+nopfs_status source_fill_for_peer(struct source *source, nopfs_sample_id sample, void *buffer,
+                                  uint64_t size, const struct timespec *deadline)
+{
+	const struct job *job = source->job;
+	nopfs_status status;
+
+	if (sample >= job->sampler.count || nopfs_catalog_size(job->catalog, sample) != size)
+		return NOPFS_ERR_NOT_FOUND;
+	for (unsigned int t = 0; t < source->tiers->count; t++) {
+		struct tier *tier = &source->tiers->tier[t];
+		int64_t position = tier_position(tier, sample);
+
+		if (position < 0 || (uint64_t)position >= tier->primary_count)
+			continue;
+		status = source_fill_tier(source, tier, (uint64_t)position, buffer, deadline);
+		return status == NOPFS_OK ? tier_read(tier, (uint64_t)position, buffer) : status;
+	}
+	return NOPFS_ERR_NOT_FOUND;
+}

@@ -1,0 +1,82 @@
+/*
+ * Where a sample's bytes come from: the node's tier keeping it (RAM, SSD),
+ * else the node keeping its primary copy (a peer), else the PFS (pfs.c).
+ * Staging, serving a task's request, the tier prefetchers and a peer's fill
+ * all get their bytes here; the tiers themselves only store them. Counted
+ * per source: tier fills (tier_filled), samples a stager fetched into a tier
+ * itself (help_out) and PFS reads (pfs_read).
+ */
+#ifndef NOPFS_AGENT_SOURCE_H
+#define NOPFS_AGENT_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "catalog/catalog.h"
+#include "common/status.h"
+#include "job.h"
+#include "stats.h"
+#include "tier/tier.h"
+
+/*
+ * Read @sample into @buffer from the node keeping its primary copy; false
+ * when it cannot, and the PFS is read instead.
+ */
+typedef bool source_peer_read_fn(void *arg, nopfs_sample_id sample, void *buffer);
+
+struct source {
+	const struct job *job;
+	struct tier_set *tiers;
+	struct agent_stats *stats;
+	source_peer_read_fn *peer_read; /* NULL: no peers, the PFS only */
+	void *peer_arg;
+};
+
+/* Get samples of @job from @tiers and the PFS, counting in @stats (all borrowed). */
+void source_init(struct source *source, const struct job *job, struct tier_set *tiers,
+                 struct agent_stats *stats);
+
+/* Read what other nodes keep through @read (with @arg) before the PFS. */
+void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg);
+
+/*
+ * Copy @sample to the start of @fd (a new, empty file), or with @fd < 0 into
+ * @buffer; @buffer has room for the sample either way. A sample a tier keeps
+ * is fetched into it first if it is not there yet (waiting for the thread
+ * fetching it until @deadline, NULL: no limit; CLOCK_MONOTONIC). *@from says
+ * where the copy came from. NOPFS_ERR_TIMEOUT past the deadline; else the
+ * PFS read's or the copy's error.
+ */
+nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, void *buffer,
+                         const struct timespec *deadline, nopfs_wire_source *from);
+
+/*
+ * Make position @position of @tier present: return at once if it is; fetch
+ * it into the tier if it is absent (a replica from the node keeping its
+ * primary copy first, else the PFS; using @buffer, room for the sample);
+ * wait for the thread fetching it otherwise, until @deadline, and fetch it
+ * here if that thread left it absent. NOPFS_ERR_TIMEOUT past the deadline;
+ * the fetch's error if it failed.
+ */
+nopfs_status source_fill_tier(struct source *source, struct tier *tier, uint64_t position,
+                              void *buffer, const struct timespec *deadline);
+
+/*
+ * Fill @position of @tier from the node keeping its primary copy, when
+ * absent. false when it is absent and could not be read there (it is left
+ * absent, for a later try or source_fill_tier()); true when it is now
+ * present or was not absent (present, failed, or being fetched).
+ */
+bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64_t position,
+                                void *buffer);
+
+/*
+ * A peer asks for @sample (@size bytes), whose primary copy this node keeps
+ * but may not have fetched yet: fetch it into its tier (until @deadline) and
+ * copy it into @buffer. NOPFS_ERR_NOT_FOUND when this node does not keep it.
+ */
+nopfs_status source_fill_for_peer(struct source *source, nopfs_sample_id sample, void *buffer,
+                                  uint64_t size, const struct timespec *deadline);
+
+#endif
