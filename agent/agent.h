@@ -60,14 +60,14 @@ struct agent {
 	json_t *plans;                /* plans taken on or refused, for the report */
 };
 
-/* main.c: start and stop what serves the tasks (stagers, prefetchers, watch, server). */
+/* service.c: start and stop what serves the tasks (stagers, prefetchers, watch, server). */
 nopfs_status agent_serve_start(struct agent *agent);
 void agent_serve_stop(struct agent *agent);
 
-/* main.c: publish "PID GENERATION" in the ready file. */
+/* service.c: publish "PID GENERATION" in the ready file. */
 nopfs_status agent_publish_ready(struct agent *agent);
 
-/* main.c: prefetch threads per tier from the probe. */
+/* service.c: prefetch threads per tier from the probe. */
 void agent_choose_threads(struct agent *agent);
 
 /*

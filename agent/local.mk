@@ -26,6 +26,7 @@ nopfs_agent_SOURCES = \
 	agent/pfs.c \
 	agent/pfs.h \
 	agent/replan.c \
+	agent/service.c \
 	agent/stats.h \
 	agent/team.c \
 	agent/team.h \
