@@ -21,6 +21,8 @@ nopfs_agent_SOURCES = \
 	agent/job_report.c \
 	agent/main.c \
 	agent/node_report.c \
+	agent/notices.c \
+	agent/notices.h \
 	agent/options.c \
 	agent/options.h \
 	agent/pfs.c \

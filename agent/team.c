@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "notices.h"
 #include "team.h"
 #include "common/log.h"
 #include "peer/peer.h"
@@ -151,7 +152,7 @@ nopfs_status team_catalog(struct agent *agent)
 }
 
 nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_options *options,
-                                        uint32_t generation, struct nopfs_catalog **catalog)
+                                     uint32_t generation, struct nopfs_catalog **catalog)
 {
 	char path[sizeof(agent->shared_catalog)] = "";
 	bool from_cache = false;
@@ -566,8 +567,8 @@ void team_expose_plan(struct agent *agent)
 	free(packed);
 }
 
-void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation,
-                          const void *packed, size_t length)
+void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation, const void *packed,
+                       size_t length)
 {
 	struct peer_record record;
 
