@@ -11,6 +11,7 @@
 
 struct agent;
 
+/* A queued notice, malloc'd with its payload (NUL-terminated); whoever takes it off frees it. */
 struct agent_event {
 	struct agent_event *next;
 	uint32_t sender, kind, generation;

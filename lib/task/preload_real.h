@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+/* The interposed functions. */
 enum real_function {
 	REAL_OPEN,
 	REAL_OPEN64,
@@ -25,6 +26,7 @@ enum real_function {
 	REAL_COUNT,
 };
 
+/* The types of the real stdio ones, for their callers. */
 typedef FILE *(*fopen_function)(const char *, const char *);
 typedef FILE *(*freopen_function)(const char *, const char *, FILE *);
 
