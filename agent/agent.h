@@ -62,24 +62,22 @@ struct agent {
 	json_t *plans;                /* plans taken on or refused, for the report */
 };
 
-/* main.c: start and stop what serves the tasks (stagers, prefetchers, watch, server). */
+/* service.c: start and stop what serves the tasks (stagers, prefetchers, watch, server). */
 nopfs_status agent_serve_start(struct agent *agent);
 void agent_serve_stop(struct agent *agent);
 
-/* main.c: publish "PID GENERATION" in the ready file. */
+/* service.c: publish "PID GENERATION" in the ready file. */
 nopfs_status agent_publish_ready(struct agent *agent);
 
-/* main.c: prefetch threads per tier from the probe. */
+/* service.c: prefetch threads per tier from the probe. */
 void agent_choose_threads(struct agent *agent);
 
 /*
  * replan.c: a later step of the job described itself to this agent (a
  * step-GENERATION file in the runtime directory, then SIGUSR2) or another
- * agent sent a notice (a peer_notice_fn, queued for the main thread). Called
- * by the main thread: take on the newest plan, apply peers' records.
+ * agent sent a notice (queued by agent_notice(), notices.h). Called by the
+ * main thread: take on the newest plan, apply peers' records.
  */
-void agent_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
-                  const void *payload, size_t length);
 nopfs_status agent_replan_poll(struct agent *agent, bool step_signalled);
 void agent_replan_fini(struct agent *agent);
 

@@ -22,11 +22,14 @@ nopfs_agent_SOURCES = \
 	agent/job_report.c \
 	agent/main.c \
 	agent/node_report.c \
+	agent/notices.c \
+	agent/notices.h \
 	agent/options.c \
 	agent/options.h \
 	agent/pfs.c \
 	agent/pfs.h \
 	agent/replan.c \
+	agent/service.c \
 	agent/source.c \
 	agent/source.h \
 	agent/stats.h \

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "notices.h"
 #include "team.h"
 #include "common/log.h"
 #include "peer/peer.h"
@@ -23,71 +24,6 @@
 #include "timing.h"
 
 #define STEP_FILE_MAX 65536
-
-struct agent_event {
-	struct agent_event *next;
-	uint32_t sender, kind, generation;
-	size_t length;
-	char payload[];
-};
-
-/* Queue @event (taken over) for the main thread. */
-static void queue_event(struct agent *agent, struct agent_event *event)
-{
-	struct agent_event **at;
-
-	event->next = NULL;
-	pthread_mutex_lock(&agent->events_lock);
-	for (at = &agent->events; *at; at = &(*at)->next)
-		;
-	*at = event;
-	pthread_mutex_unlock(&agent->events_lock);
-}
-
-void agent_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
-                  const void *payload, size_t length)
-{
-	struct agent *agent = arg;
-	struct agent_event *event = malloc(sizeof(*event) + length + 1);
-
-	if (!event) {
-		nopfs_error("no memory for a notice from node %" PRIu32, sender);
-		return;
-	}
-	*event = (struct agent_event){
-		.sender = sender, .kind = kind, .generation = generation, .length = length
-	};
-	memcpy(event->payload, payload, length);
-	event->payload[length] = '\0';
-	queue_event(agent, event);
-}
-
-/*
- * Wait (at most @seconds) for the notice of @kind and @generation and take
- * it off the queue: its payload (malloc'd), or NULL.
- */
-static char *wait_notice(struct agent *agent, uint32_t kind, uint32_t generation, int seconds)
-{
-	for (int tick = 0; tick <= seconds * 20; tick++) {
-		struct agent_event **at, *found = NULL;
-		char *payload;
-
-		pthread_mutex_lock(&agent->events_lock);
-		for (at = &agent->events; *at && !found; at = found ? at : &(*at)->next)
-			if ((*at)->kind == kind && (*at)->generation == generation) {
-				found = *at;
-				*at = found->next;
-			}
-		pthread_mutex_unlock(&agent->events_lock);
-		if (found) {
-			payload = strdup(found->payload);
-			free(found);
-			return payload;
-		}
-		usleep(50000);
-	}
-	return NULL;
-}
 
 /* Read the step file @name of the runtime directory (malloc'd text), NULL on error. */
 static char *read_step_file(struct agent *agent, const char *name)
@@ -238,7 +174,7 @@ static nopfs_status plan_catalog(struct agent *agent, const struct agent_options
 	if (agent->bootstrap.node == 0)
 		return team_share_plan_catalog(agent, options, generation, catalog);
 	*source = "from node 0";
-	path = wait_notice(agent, AGENT_NOTICE_CATALOG, generation, options->fence_timeout);
+	path = agent_notice_wait(agent, AGENT_NOTICE_CATALOG, generation, options->fence_timeout);
 	if (!path) {
 		nopfs_error("plan %" PRIu32 ": node 0 did not share its catalog within %d s",
 		            generation, options->fence_timeout);
@@ -475,8 +411,8 @@ static char *take_events(struct agent *agent, uint32_t *plan_generation)
 
 		events = event->next;
 		if (event->kind == AGENT_NOTICE_RECORD) {
-			team_apply_record(agent, event->sender, event->generation,
-			                     event->payload, event->length);
+			team_apply_record(agent, event->sender, event->generation, event->payload,
+			                  event->length);
 		} else if (event->kind == AGENT_NOTICE_PLAN &&
 		           event->generation > agent->considered &&
 		           (!plan || event->generation > *plan_generation)) {
@@ -485,7 +421,7 @@ static char *take_events(struct agent *agent, uint32_t *plan_generation)
 			*plan_generation = event->generation;
 		} else if (event->kind == AGENT_NOTICE_CATALOG &&
 		           event->generation > agent->considered) {
-			queue_event(agent, event); /* for that plan, which comes later */
+			agent_event_queue(agent, event); /* for that plan, which comes later */
 			continue;
 		} else if (event->kind != AGENT_NOTICE_PLAN &&
 		           event->kind != AGENT_NOTICE_CATALOG) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "notices.h"
 #include "team.h"
 #include "common/log.h"
 #include "peer/peer.h"

@@ -10,7 +10,9 @@ agent_libnopfs_agent_la_SOURCES += \
 	agent/peer/peer_node.c \
 	agent/peer/peer_notice.c \
 	agent/peer/peer_op.c \
+	agent/peer/peer_pending.c \
 	agent/peer/peer_record.c \
+	agent/peer/peer_regions.c \
 	agent/peer/peer_pipe.c \
 	agent/peer/peer_pipe.h \
 	agent/peer/peer_serve.c

@@ -4,10 +4,11 @@
  * (copied in the handler) or by rendezvous (received straight into the
  * caller's buffer with ucp_am_recv_data_nbx()).
  *
- * A fetch awaiting its response sits on the plane's pending list. Whoever
- * takes it off the list ends that unit: the response, the deadline, a failed
- * send, or the failure or close of its connection. So a dead peer fails its
- * fetches at once, and a late response finds nothing and is dropped.
+ * A fetch awaiting its response sits on the plane's pending list
+ * (peer_pending.c). Whoever takes it off the list ends that unit: the
+ * response, the deadline, a failed send, or the failure or close of its
+ * connection. So a dead peer fails its fetches at once, and a late response
+ * finds nothing and is dropped.
  */
 #include <inttypes.h>
 #include <string.h>
@@ -15,66 +16,9 @@
 #include "common/log.h"
 #include "peer_internal.h"
 
-static void pending_add(struct peer_plane *plane, struct peer_op *op)
-{
-	pthread_mutex_lock(&plane->pending_lock);
-	op->request.id = ++plane->next_id;
-	op->next = plane->pending;
-	plane->pending = op;
-	pthread_mutex_unlock(&plane->pending_lock);
-}
-
-/* Take the fetch with request @id off the list; NULL if not there. */
-static struct peer_op *pending_take(struct peer_plane *plane, uint64_t id)
-{
-	struct peer_op **at, *op = NULL;
-
-	pthread_mutex_lock(&plane->pending_lock);
-	for (at = &plane->pending; *at; at = &(*at)->next) {
-		if ((*at)->request.id == id) {
-			op = *at;
-			*at = op->next;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&plane->pending_lock);
-	return op;
-}
-
-/* End @op's wait for its response, unless something else did. */
-static void pending_drop(struct peer_op *op, ucs_status_t status)
-{
-	if (pending_take(op->plane, op->request.id) == op)
-		peer_op_end(op, status);
-}
-
-/* Fail the fetches awaiting a response on @conn (failed or closed). */
-void peer_fetch_fail_pending(struct peer_plane *plane, struct peer_conn *conn, ucs_status_t status)
-{
-	struct peer_op **at, *failed = NULL, *op;
-
-	pthread_mutex_lock(&plane->pending_lock);
-	for (at = &plane->pending; *at;) {
-		op = *at;
-		if (op->conn != conn) {
-			at = &op->next;
-			continue;
-		}
-		*at = op->next;
-		op->next = failed;
-		failed = op;
-	}
-	pthread_mutex_unlock(&plane->pending_lock);
-	while (failed) {
-		op = failed;
-		failed = op->next;
-		peer_op_end(op, status);
-	}
-}
-
 static void on_deadline(struct peer_op *op)
 {
-	pending_drop(op, UCS_ERR_TIMED_OUT);
+	peer_pending_drop(op, UCS_ERR_TIMED_OUT);
 }
 
 /* The request's send completed; if it failed, no response will come. */
@@ -83,7 +27,7 @@ static void request_sent(void *request, ucs_status_t status, void *user_data)
 	struct peer_op *op = user_data;
 
 	if (status != UCS_OK)
-		pending_drop(op, status);
+		peer_pending_drop(op, status);
 	peer_op_end(op, status);
 	ucp_request_free(request);
 }
@@ -103,7 +47,7 @@ static void post_request(struct peer_op *op)
 	peer_op_begin(op);
 	status = peer_conn_lock(op->conn);
 	if (status != NOPFS_OK) {
-		pending_drop(op, UCS_ERR_CANCELED);
+		peer_pending_drop(op, UCS_ERR_CANCELED);
 		peer_op_end(op, UCS_ERR_CANCELED);
 		return;
 	}
@@ -111,7 +55,7 @@ static void post_request(struct peer_op *op)
 	                          NULL, 0, &param);
 	peer_conn_unlock(op->conn);
 	if (peer_op_posted(op, request, "request") != NOPFS_OK)
-		pending_drop(op, UCS_ERR_CANCELED);
+		peer_pending_drop(op, UCS_ERR_CANCELED);
 }
 
 /*
@@ -132,7 +76,7 @@ ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_le
 		return UCS_OK;
 	}
 	memcpy(&response, header, sizeof(response));
-	op = pending_take(plane, response.id);
+	op = peer_pending_take(plane, response.id);
 	if (!op) {
 		nopfs_debug("node %u: late response %" PRIu64 " from node %u dropped",
 		            plane->config.node, response.id, response.owner);
@@ -169,9 +113,9 @@ static nopfs_status fetch_sample(struct peer_op *op)
 	nopfs_status status;
 
 	peer_op_begin(op); /* the response */
-	pending_add(op->plane, op);
+	peer_pending_add(op->plane, op);
 	if (atomic_load(&op->conn->failed)) /* failed before it was on the list */
-		pending_drop(op, UCS_ERR_CONNECTION_RESET);
+		peer_pending_drop(op, UCS_ERR_CONNECTION_RESET);
 	post_request(op);
 	status = peer_op_wait(op, "request", on_deadline);
 	if (status == NOPFS_OK && op->not_available) {

@@ -1,10 +1,16 @@
 /*
- * Internals of the data plane (peer.h), shared by its files: peer.c (UCX
- * context, worker, registrations, progress thread), peer_node.c
- * (connections), peer_op.c (one operation and its deadline), peer_get.c,
- * peer_fetch.c and peer_serve.c (one-sided reads, asking, answering),
- * peer_notice.c (plans), peer_record.c (the record). Threads and lock
- * order: docs/protocols.md.
+ * Internals of the data plane (peer.h), shared by its files:
+ *   peer.c         the plane: UCX context, worker, handlers, progress thread
+ *   peer_regions.c the regions this node exposes and its record
+ *   peer_node.c    the nodes: connections (endpoint and keys), failures, hold-off
+ *   peer_op.c      one remote operation: its UCX requests, deadline, abort
+ *   peer_get.c     one-sided reads of a node's RAM tier
+ *   peer_fetch.c   request/response: the asking side
+ *   peer_pending.c the fetches awaiting their response
+ *   peer_serve.c   request/response: the answering side
+ *   peer_notice.c  plans: the generation, new regions, notices between agents
+ *   peer_record.c  the published record, packed and unpacked
+ * Threads and lock order: docs/protocols.md.
  */
 #ifndef NOPFS_AGENT_PEER_INTERNAL_H
 #define NOPFS_AGENT_PEER_INTERNAL_H
@@ -203,7 +209,7 @@ struct peer_op {
 #define peer_count(plane, counter, n) \
 	atomic_fetch_add_explicit(&(plane)->counters.counter, (n), memory_order_relaxed)
 
-/* peer.c */
+/* peer_regions.c */
 nopfs_status peer_regions_map(struct peer_plane *plane);
 void peer_regions_unmap(struct peer_plane *plane);
 nopfs_status peer_record_build(struct peer_plane *plane);
@@ -237,14 +243,24 @@ nopfs_status peer_op_wait(struct peer_op *op, const char *what,
 void peer_op_release(struct peer_op *op);
 nopfs_status peer_op_count(struct peer_plane *plane, nopfs_status status);
 
-/* peer_fetch.c */
+/* peer_pending.c */
+void peer_pending_add(struct peer_plane *plane, struct peer_op *op);
+/* Take the fetch with request @id off the list; NULL if not there. */
+struct peer_op *peer_pending_take(struct peer_plane *plane, uint64_t id);
+/* End @op's wait for its response, unless something else did. */
+void peer_pending_drop(struct peer_op *op, ucs_status_t status);
+/* Fail the fetches awaiting a response on @conn (failed or closed). */
 void peer_fetch_fail_pending(struct peer_plane *plane, struct peer_conn *conn, ucs_status_t status);
+
+/* peer_fetch.c */
 ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_length, void *data,
                                  size_t length, const ucp_am_recv_param_t *param);
 
-/* peer_serve.c */
+/* peer_notice.c */
 ucs_status_t peer_notice_received(void *arg, const void *header, size_t header_length, void *data,
                                   size_t length, const ucp_am_recv_param_t *param);
+
+/* peer_serve.c */
 ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_length, void *data,
                                 size_t length, const ucp_am_recv_param_t *param);
 void peer_serve_destroy(struct peer_plane *plane);

@@ -10,7 +10,8 @@ agent_libnopfs_agent_la_SOURCES += \
 	agent/probe/probe_json.c \
 	agent/probe/probe_pfs.c \
 	agent/probe/probe_ram.c \
-	agent/probe/probe_ssd.c
+	agent/probe/probe_ssd.c \
+	agent/probe/probe_workers.c
 nopfs_agent_SOURCES += \
 	agent/probe/rdma.c \
 	agent/probe/rdma.h

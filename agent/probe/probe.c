@@ -1,16 +1,14 @@
-/* The probe: configuration, time budget, threads, and the model. */
+/* The probe: its configuration, the time budget of its phases, the cache, the model. */
 #include "config.h"
 
 #include <errno.h>
 #include <math.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "probe_internal.h"
 #include "common/log.h"
-#include "common/parallel.h"
 
 #define PROBE_IO_MAX    (UINT64_C(16) << 20)
 #define PROBE_RESERVE   0.05 /* of the budget, kept for cleaning up and caching */
@@ -18,26 +16,6 @@
 #define RAM_SHARES      1
 #define SSD_SHARES      2
 #define PFS_SHARES      2
-
-double probe_now(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
-double probe_phase_next(struct probe_phase *phase)
-{
-	double now = probe_now();
-	double left = phase->end > now ? phase->end - now : 0;
-	unsigned int share = phase->measurements ? phase->measurements : 1;
-	double slice = left / share;
-
-	if (phase->measurements)
-		phase->measurements--;
-	return now + (slice > phase->min_slice ? slice : phase->min_slice);
-}
 
 /* Start a phase of @measurements worth @weight of the @shares left until @end. */
 static void phase_begin(struct probe_phase *phase, double end, unsigned int weight,
@@ -56,71 +34,6 @@ static void phase_done(const char *name, const struct probe_phase *phase, double
 {
 	nopfs_debug("probe: %s done at %.3f s, its time box ended at %.3f s", name,
 	            probe_now() - start, phase->end - start);
-}
-
-bool probe_worker_continues(struct probe_worker *worker)
-{
-	return !atomic_load_explicit(worker->stop, memory_order_relaxed) &&
-	       probe_now() < worker->deadline;
-}
-
-void probe_worker_fail(struct probe_worker *worker, int error)
-{
-	worker->error = error ? error : EIO;
-	atomic_store(worker->stop, true);
-}
-
-int probe_workers_run(void (*work)(void *job), void *jobs, size_t job_size, unsigned int threads,
-                      double deadline, double *rate)
-{
-	atomic_bool stop = false;
-	uint64_t bytes = 0;
-	double start, elapsed;
-	int failed = -1;
-
-	for (unsigned int i = 0; i < threads; i++) {
-		struct probe_worker *worker = (void *)((char *)jobs + i * job_size);
-
-		worker->deadline = deadline;
-		worker->bytes = 0;
-		worker->error = 0;
-		worker->stop = &stop;
-	}
-	start = probe_now();
-	nopfs_parallel_run(work, jobs, job_size, threads);
-	elapsed = probe_now() - start;
-	for (unsigned int i = 0; i < threads; i++) {
-		struct probe_worker *worker = (void *)((char *)jobs + i * job_size);
-
-		bytes += worker->bytes;
-		if (worker->error && failed < 0)
-			failed = (int)i;
-		worker->stop = NULL;
-	}
-	*rate = elapsed > 0 ? (double)bytes / elapsed : 0;
-	return failed;
-}
-
-/* xorshift64*, seeded through splitmix64 so that nearby seeds diverge. */
-uint64_t probe_random_next(uint64_t *state)
-{
-	uint64_t x = *state;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*state = x;
-	return x * UINT64_C(0x2545F4914F6CDD1D);
-}
-
-uint64_t probe_random_seed(uint64_t seed, uint64_t stream)
-{
-	uint64_t z = seed + (stream + 1) * UINT64_C(0x9E3779B97F4A7C15);
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-	z ^= z >> 31;
-	return z ? z : 1;
 }
 
 static nopfs_status check_config(const struct probe_config *config)
@@ -276,8 +189,7 @@ out_close:
 	if (status)
 		return status;
 	result->seconds = probe_now() - start;
-	nopfs_info("probe took %.2f s (budget %.2f s)", result->seconds,
-	           config->budget_seconds);
+	nopfs_info("probe took %.2f s (budget %.2f s)", result->seconds, config->budget_seconds);
 	return NOPFS_OK;
 }
 

@@ -1,12 +1,13 @@
 /*
  * Internals of the probe (probe.h), shared by its files:
- *   probe.c        probe_run(): configuration, time budget, fill_model
- *   probe_ram.c    RAM copy rate
- *   probe_ssd.c    SSD random write and read rates in a scratch file
- *   probe_pfs.c    PFS read rate on dataset files
- *   probe_json.c   the result as JSON and back
- *   probe_cache.c  the cache file
- *   probe_closer.c closing the scratch files off the clock
+ *   probe.c         probe_run(): configuration, time budget, fill_model
+ *   probe_workers.c the clock, time boxes and the measuring threads
+ *   probe_ram.c     RAM copy rate
+ *   probe_ssd.c     SSD random write and read rates in a scratch file
+ *   probe_pfs.c     PFS read rate on dataset files
+ *   probe_json.c    the result as JSON and back
+ *   probe_cache.c   the cache file
+ *   probe_closer.c  closing the scratch files off the clock
  */
 #ifndef NOPFS_AGENT_PROBE_INTERNAL_H
 #define NOPFS_AGENT_PROBE_INTERNAL_H
@@ -96,10 +97,6 @@ bool probe_worker_continues(struct probe_worker *worker);
 
 /* Record @error (an errno value) and stop the other threads. */
 void probe_worker_fail(struct probe_worker *worker, int error);
-
-/* A small fast generator for offsets (not for anything that must be secret). */
-uint64_t probe_random_next(uint64_t *state);
-uint64_t probe_random_seed(uint64_t seed, uint64_t stream);
 
 /* The measurements; each logs its errors. */
 nopfs_status probe_ram_measure(const struct probe_plan *plan, struct probe_phase *phase,

@@ -122,6 +122,31 @@ static bool read_slot(const struct ssd_file *file, void *buffer, uint64_t slot)
 }
 
 /*
+ * Random offsets: xorshift64*, seeded through splitmix64 so that nearby seeds
+ * diverge (not for anything that must be secret).
+ */
+static uint64_t probe_random_next(uint64_t *state)
+{
+	uint64_t x = *state;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*state = x;
+	return x * UINT64_C(0x2545F4914F6CDD1D);
+}
+
+static uint64_t probe_random_seed(uint64_t seed, uint64_t stream)
+{
+	uint64_t z = seed + (stream + 1) * UINT64_C(0x9E3779B97F4A7C15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	z ^= z >> 31;
+	return z ? z : 1;
+}
+
+/*
  * A random slot among this thread's (slot % stride == index): the threads of
  * a pass never write the same slot, unless there are fewer slots than threads.
  */
@@ -341,8 +366,8 @@ nopfs_status probe_ssd_measure(const struct probe_plan *plan, struct probe_phase
 	ssd->scratch_bytes = size;
 	ssd->read = read;
 	ssd->write = write;
-	nopfs_debug("SSD probe in '%s': %s I/O, %" PRIu64 " of %" PRIu64 " slots written",
-	            file.dir, file.direct ? "direct" : "buffered", file.readable_count, file.slots);
+	nopfs_debug("SSD probe in '%s': %s I/O, %" PRIu64 " of %" PRIu64 " slots written", file.dir,
+	            file.direct ? "direct" : "buffered", file.readable_count, file.slots);
 
 out_free_jobs:
 	for (unsigned int i = 0; i < plan->max_threads; i++)

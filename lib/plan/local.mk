@@ -14,9 +14,11 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/plan/model.h \
 	lib/plan/placement.c \
 	lib/plan/placement.h \
+	lib/plan/placement_candidates.c \
 	lib/plan/placement_greedy.c \
 	lib/plan/placement_internal.h \
 	lib/plan/placement_owner.c \
+	lib/plan/placement_room.c \
 	lib/plan/synthetic.c \
 	lib/plan/synthetic.h \
 	lib/plan/tierspec.c \

@@ -1,4 +1,11 @@
-/* Placement internals shared by placement.c and the policy files. */
+/*
+ * Placement internals shared by its files:
+ *   placement.c            the entry: input, policy, queries on the result
+ *   placement_candidates.c sort keys and the candidate lists of the policies
+ *   placement_room.c       room on the tiers, keeping a sample there
+ *   placement_owner.c      the owner-first, coverage-aware policy
+ *   placement_greedy.c     NoPFS's greedy policy, for comparison
+ */
 #ifndef NOPFS_PLACEMENT_INTERNAL_H
 #define NOPFS_PLACEMENT_INTERNAL_H
 

@@ -35,6 +35,8 @@ lib_libnopfs_la_LDFLAGS = \
 lib_libnopfs_preload_la_SOURCES = \
 	lib/task/preload.c \
 	lib/task/preload.h \
+	lib/task/preload_real.c \
+	lib/task/preload_real.h \
 	lib/task/preload_serve.c \
 	lib/task/channel.c \
 	lib/task/channel.h \

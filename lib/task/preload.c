@@ -2,7 +2,7 @@
  * The interposer's entry points: open, open64, openat, openat64, their
  * _FORTIFY_SOURCE variants (__open_2, ...), fopen, fopen64, freopen and
  * freopen64. Each forwards to preload_serve.c for read-only opens and falls
- * back to the real function (dlsym(RTLD_NEXT)) for everything else.
+ * back to the real function (preload_real.c) for everything else.
  *
  * Recursion: a thread-local flag is set while the interposer works; an
  * interposed call made meanwhile on that thread (by dlsym, malloc, a signal
@@ -15,7 +15,6 @@
 #undef _FILE_OFFSET_BITS
 #undef _FORTIFY_SOURCE
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,6 +25,7 @@
 #include <unistd.h>
 
 #include "preload.h"
+#include "preload_real.h"
 
 /* Declared by glibc only under _FORTIFY_SOURCE. */
 int __open_2(const char *path, int flags);
@@ -33,87 +33,8 @@ int __open64_2(const char *path, int flags);
 int __openat_2(int dirfd, const char *path, int flags);
 int __openat64_2(int dirfd, const char *path, int flags);
 
-enum real_function {
-	REAL_OPEN,
-	REAL_OPEN64,
-	REAL_OPENAT,
-	REAL_OPENAT64,
-	REAL_OPEN_2,
-	REAL_OPEN64_2,
-	REAL_OPENAT_2,
-	REAL_OPENAT64_2,
-	REAL_FOPEN,
-	REAL_FOPEN64,
-	REAL_FREOPEN,
-	REAL_FREOPEN64,
-	REAL_COUNT,
-};
-
-static const char *const real_names[REAL_COUNT] = {
-	[REAL_OPEN] = "open",           [REAL_OPEN64] = "open64",
-	[REAL_OPENAT] = "openat",       [REAL_OPENAT64] = "openat64",
-	[REAL_OPEN_2] = "__open_2",     [REAL_OPEN64_2] = "__open64_2",
-	[REAL_OPENAT_2] = "__openat_2", [REAL_OPENAT64_2] = "__openat64_2",
-	[REAL_FOPEN] = "fopen",         [REAL_FOPEN64] = "fopen64",
-	[REAL_FREOPEN] = "freopen",     [REAL_FREOPEN64] = "freopen64",
-};
-
-typedef int (*open_function)(const char *, int, ...);
-typedef int (*openat_function)(int, const char *, int, ...);
-typedef int (*open_2_function)(const char *, int);
-typedef int (*openat_2_function)(int, const char *, int);
-typedef FILE *(*fopen_function)(const char *, const char *);
-typedef FILE *(*freopen_function)(const char *, const char *, FILE *);
-
-/* Resolved on first use; a race only stores the same value twice. */
-static void *real_functions[REAL_COUNT];
-
 /* Set while this thread is inside the interposer. Initial-exec: no malloc. */
 static __thread int in_interposer __attribute__((tls_model("initial-exec")));
-
-/*
- * The real @function, resolving it when needed and allowed: NULL while nested
- * inside the interposer on this thread (dlsym may be what called us).
- */
-static void *real_function(enum real_function function, bool may_resolve)
-{
-	void *address = __atomic_load_n(&real_functions[function], __ATOMIC_ACQUIRE);
-
-	if (!address && may_resolve) {
-		address = dlsym(RTLD_NEXT, real_names[function]);
-		__atomic_store_n(&real_functions[function], address, __ATOMIC_RELEASE);
-	}
-	return address;
-}
-
-/* The real open-family call @function, or the raw system call it makes. */
-static int call_real_open(enum real_function function, bool may_resolve, int dirfd,
-                          const char *path, int flags, mode_t mode)
-{
-	void *real = real_function(function, may_resolve);
-
-	switch (real ? function : REAL_COUNT) {
-	case REAL_OPEN:
-	case REAL_OPEN64:
-		return ((open_function)real)(path, flags, mode);
-	case REAL_OPENAT:
-	case REAL_OPENAT64:
-		return ((openat_function)real)(dirfd, path, flags, mode);
-	case REAL_OPEN_2:
-	case REAL_OPEN64_2:
-		return ((open_2_function)real)(path, flags);
-	case REAL_OPENAT_2:
-	case REAL_OPENAT64_2:
-		return ((openat_2_function)real)(dirfd, path, flags);
-	default:
-		return (int)syscall(SYS_openat, dirfd, path, flags, mode);
-	}
-}
-
-int nopfs_preload_real_openat(int dirfd, const char *path, int flags, mode_t mode)
-{
-	return call_real_open(REAL_OPENAT, true, dirfd, path, flags, mode);
-}
 
 /* Every open-family entry point ends here. */
 static int interpose_open(enum real_function function, int dirfd, const char *path, int flags,
@@ -123,12 +44,12 @@ static int interpose_open(enum real_function function, int dirfd, const char *pa
 	int fd;
 
 	if (in_interposer)
-		return call_real_open(function, false, dirfd, path, flags, mode);
+		return nopfs_preload_real_open(function, false, dirfd, path, flags, mode);
 	in_interposer = 1;
 	fd = nopfs_preload_serve(dirfd, path, flags);
 	if (fd < 0) {
 		errno = saved_errno;
-		fd = call_real_open(function, true, dirfd, path, flags, mode);
+		fd = nopfs_preload_real_open(function, true, dirfd, path, flags, mode);
 	}
 	in_interposer = 0;
 	return fd;
@@ -266,7 +187,7 @@ static FILE *interpose_fopen(enum real_function function, const char *path, cons
 	int fd;
 
 	if (in_interposer) {
-		real = (fopen_function)real_function(function, false);
+		real = (fopen_function)nopfs_preload_real_function(function, false);
 		return real ? real(path, mode) : fopen_raw(path, mode);
 	}
 	in_interposer = 1;
@@ -280,7 +201,7 @@ static FILE *interpose_fopen(enum real_function function, const char *path, cons
 	}
 	errno = saved_errno;
 	if (!file) {
-		real = (fopen_function)real_function(function, true);
+		real = (fopen_function)nopfs_preload_real_function(function, true);
 		file = real ? real(path, mode) : fopen_raw(path, mode);
 	}
 	in_interposer = 0;
@@ -312,7 +233,7 @@ static FILE *interpose_freopen(enum real_function function, const char *path, co
 	int flags;
 	int fd;
 
-	real = (freopen_function)real_function(function, !in_interposer);
+	real = (freopen_function)nopfs_preload_real_function(function, !in_interposer);
 	if (!real) {
 		errno = ENOSYS;
 		return NULL;

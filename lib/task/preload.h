@@ -26,9 +26,6 @@ int nopfs_preload_serve(int dirfd, const char *path, int flags);
 /* Whether /proc/self/fd can reopen descriptors (freopen is served through it). */
 bool nopfs_preload_can_reopen(void);
 
-/* The real openat(), for the interposer's own opens. */
-int nopfs_preload_real_openat(int dirfd, const char *path, int flags, mode_t mode);
-
 /* In a child just forked: drop the inherited agent connection and counts. */
 void nopfs_preload_forget_after_fork(void);
 

@@ -27,6 +27,7 @@
 
 #include "channel.h"
 #include "preload.h"
+#include "preload_real.h"
 #include "runtime.h"
 
 /* The open flags served; any other flag (O_CREAT, O_DIRECTORY, O_PATH, ...) is not. */
