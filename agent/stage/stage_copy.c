@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "common/log.h"
 #include "pfs.h"
 #include "task/runtime.h"
@@ -65,7 +66,7 @@ static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void
 				agent_count(&stage->stats->help_out, size);
 				*source = fetched == TIER_FETCH_REMOTE ? NOPFS_FROM_PEER
 				                                       : NOPFS_FROM_PFS;
-				return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
+				return fd < 0 ? NOPFS_OK : nopfs_write_all(fd, buffer, size);
 			}
 			*source = tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;
 			return fd < 0 ? tier_read(tier, (uint64_t)position, buffer)
@@ -76,13 +77,13 @@ static nopfs_status fill_copy(struct stage *stage, uint32_t sample, int fd, void
 		/* The tier could not get it: try the PFS directly below. */
 	} else if (stage->remote_read && stage->remote_read(stage->remote_arg, sample, buffer)) {
 		*source = NOPFS_FROM_PEER;
-		return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
+		return fd < 0 ? NOPFS_OK : nopfs_write_all(fd, buffer, size);
 	}
 	status = pfs_read_sample(job->catalog, sample, buffer, stage->stats);
 	if (status != NOPFS_OK)
 		return status;
 	*source = NOPFS_FROM_PFS;
-	return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
+	return fd < 0 ? NOPFS_OK : nopfs_write_all(fd, buffer, size);
 }
 
 nopfs_status stage_fill_memory(struct stage *stage, uint32_t sample, void *dest,

@@ -12,27 +12,12 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "common/fdio.h"
 #include "common/log.h"
 #include "pfs.h"
 #include "tier.h"
 #include "timing.h"
 #include "common/units.h"
-
-nopfs_status write_all(int fd, const void *data, uint64_t length)
-{
-	uint64_t done = 0;
-
-	while (done < length) {
-		ssize_t wrote = write(fd, (const char *)data + done, length - done);
-
-		if (wrote < 0 && errno == EINTR)
-			continue;
-		if (wrote <= 0)
-			return nopfs_status_from_errno(wrote < 0 ? errno : EIO);
-		done += (uint64_t)wrote;
-	}
-	return NOPFS_OK;
-}
 
 static nopfs_status check_room(const char *directory, uint64_t bytes, const char *what)
 {
@@ -391,7 +376,7 @@ nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd)
 	uint64_t size = tier->offsets[position + 1] - tier->offsets[position], done = 0;
 
 	if (tier->base)
-		return write_all(fd, tier->base + offset, size);
+		return nopfs_write_all(fd, tier->base + offset, size);
 	while (done < size) {
 		ssize_t sent = sendfile(fd, tier->fd, &offset, size - done);
 

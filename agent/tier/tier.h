@@ -151,7 +151,4 @@ void tier_set_use_remote(struct tier_set *set, tier_remote_read_fn *read, void *
 /* Wake every waiter (shutdown). */
 void tier_wake_all(struct tier_set *set);
 
-/* Write all of @length bytes at @data to @fd, retrying short writes. */
-nopfs_status write_all(int fd, const void *data, uint64_t length);
-
 #endif

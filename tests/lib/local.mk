@@ -3,6 +3,8 @@
 
 check_PROGRAMS += \
 	tests/lib/common/check_units \
+	tests/lib/common/check_fdio \
+	tests/lib/common/check_atomic_file \
 	tests/lib/catalog/check_catalog \
 	tests/lib/catalog/check_catalog_cache \
 	tests/lib/plan/check_layout \
@@ -19,6 +21,14 @@ tests_lib_common_check_units_SOURCES = tests/lib/common/check_units.c
 tests_lib_common_check_units_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_units_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_common_check_units_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_fdio_SOURCES = tests/lib/common/check_fdio.c
+tests_lib_common_check_fdio_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_fdio_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_fdio_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_atomic_file_SOURCES = tests/lib/common/check_atomic_file.c
+tests_lib_common_check_atomic_file_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_atomic_file_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_atomic_file_LDADD = $(UNIT_TEST_LIBS)
 
 tests_lib_catalog_check_catalog_SOURCES = tests/lib/catalog/check_catalog.c
 tests_lib_catalog_check_catalog_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
@@ -74,6 +84,8 @@ tests_lib_report_check_report_LDADD = lib/report/libnopfs_report.la $(UNIT_TEST_
 
 TESTS += \
 	tests/lib/common/check_units \
+	tests/lib/common/check_fdio \
+	tests/lib/common/check_atomic_file \
 	tests/lib/plan/check_layout \
 	tests/lib/plan/check_model \
 	tests/lib/plan/check_placement \
