@@ -11,6 +11,7 @@
 
 #include "agent.h"
 #include "team.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "peer/peer.h"
 #include "common/readall.h"
@@ -20,30 +21,13 @@
 #define PEER_TIMEOUT_MS   1000
 #define PEER_GRACE_MAX_MS 30000 /* waited for reads of a plan's RAM tier to end */
 
-/* Write @length bytes to @path atomically (a temporary name, then rename). */
+/* Publish @length bytes at @path for the other agents, atomically. */
 static nopfs_status write_file(const char *path, const void *data, size_t length)
 {
-	char temporary[PATH_MAX + 32];
-	nopfs_status status;
-	int fd;
+	nopfs_status status = nopfs_atomic_write(path, 0644, data, length);
 
-	snprintf(temporary, sizeof(temporary), "%s.%ld.tmp", path, (long)getpid());
-	fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		nopfs_error("cannot share the catalog: cannot create '%s': %m", temporary);
-		return nopfs_status_from_errno(errno);
-	}
-	status = write_all(fd, data, length);
-	if (status == NOPFS_OK && fsync(fd) != 0)
-		status = NOPFS_ERR_IO;
-	close(fd);
-	if (status == NOPFS_OK && rename(temporary, path) != 0)
-		status = nopfs_status_from_errno(errno);
-	if (status != NOPFS_OK) {
-		nopfs_error("cannot share the catalog in '%s': %s", path,
-		            nopfs_status_string(status));
-		unlink(temporary);
-	}
+	if (status != NOPFS_OK)
+		nopfs_error("cannot share the catalog in '%s': %m", path);
 	return status;
 }
 
@@ -151,7 +135,7 @@ nopfs_status team_catalog(struct agent *agent)
 }
 
 nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_options *options,
-                                        uint32_t generation, struct nopfs_catalog **catalog)
+                                     uint32_t generation, struct nopfs_catalog **catalog)
 {
 	char path[sizeof(agent->shared_catalog)] = "";
 	bool from_cache = false;
@@ -566,8 +550,8 @@ void team_expose_plan(struct agent *agent)
 	free(packed);
 }
 
-void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation,
-                          const void *packed, size_t length)
+void team_apply_record(struct agent *agent, uint32_t node, uint32_t generation, const void *packed,
+                       size_t length)
 {
 	struct peer_record record;
 

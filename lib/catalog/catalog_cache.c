@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "catalog_internal.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/readall.h"
 
@@ -201,29 +202,11 @@ static bool make_dirs(const char *path)
 	return ok;
 }
 
-static bool write_all(int fd, const uint8_t *data, size_t length)
-{
-	while (length) {
-		ssize_t n = write(fd, data, length);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return false;
-		data += n;
-		length -= (size_t)n;
-	}
-	return true;
-}
-
 /* Write the cache atomically (a temporary file renamed over it); only warns. */
 static void store(const struct nopfs_catalog_options *options, const struct cache_key *key,
                   const struct catalog_snapshot *snapshot, const struct nopfs_catalog *catalog)
 {
 	struct catalog_writer bytes;
-	size_t length = strlen(key->file) + 8;
-	char *temporary;
-	int fd, err;
 
 	if (!make_dirs(options->cache_dir)) {
 		nopfs_warning("cannot create catalog cache directory '%s': %s; not caching",
@@ -235,36 +218,11 @@ static void store(const struct nopfs_catalog_options *options, const struct cach
 		nopfs_warning("out of memory encoding catalog cache '%s'; not caching", key->file);
 		return;
 	}
-	temporary = malloc(length);
-	if (!temporary) {
-		nopfs_warning("out of memory writing catalog cache '%s'; not caching", key->file);
-		goto out_free_bytes;
-	}
-	snprintf(temporary, length, "%s.XXXXXX", key->file);
-	fd = mkostemp(temporary, O_CLOEXEC);
-	if (fd < 0)
-		goto out_warn;
-	if (!write_all(fd, bytes.data, bytes.length) || fsync(fd) != 0) {
-		err = errno;
-		close(fd);
-		errno = err;
-		goto out_unlink;
-	}
-	if (close(fd) != 0 || rename(temporary, key->file) != 0)
-		goto out_unlink;
-	nopfs_debug("wrote catalog cache '%s' (%zu bytes)", key->file, bytes.length);
-	goto out_free_temporary;
-
-out_unlink:
-	err = errno;
-	unlink(temporary);
-	errno = err;
-out_warn:
-	nopfs_warning("cannot write catalog cache '%s': %s; not caching", key->file,
-	              strerror(errno));
-out_free_temporary:
-	free(temporary);
-out_free_bytes:
+	if (nopfs_atomic_write(key->file, 0600, bytes.data, bytes.length) == NOPFS_OK)
+		nopfs_debug("wrote catalog cache '%s' (%zu bytes)", key->file, bytes.length);
+	else
+		nopfs_warning("cannot write catalog cache '%s': %s; not caching", key->file,
+		              strerror(errno));
 	free(bytes.data);
 }
 
