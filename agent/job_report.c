@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "peer/peer.h"
 #include "report/report.h"
-#include "timing.h"
+#include "common/clock.h"
 
 #define POLL_NS 50000000ull /* 50 ms between looks for the others' reports */
 
@@ -121,7 +121,8 @@ static bool only_lost_missing(const struct agent *agent, uint32_t nodes, json_t 
  */
 static void wait_for_reports(const struct agent *agent, uint32_t nodes, json_t **reports)
 {
-	uint64_t start = now_ns(), deadline = start + (uint64_t)(agent->options.merge_wait * 1e9);
+	uint64_t start = nopfs_clock_now_ns(),
+	         deadline = start + (uint64_t)(agent->options.merge_wait * 1e9);
 	uint32_t found;
 
 	if (nodes > 1 && !strstr(agent->options.report_pattern, "%n")) {
@@ -131,7 +132,7 @@ static void wait_for_reports(const struct agent *agent, uint32_t nodes, json_t *
 		return;
 	}
 	for (;;) {
-		uint64_t now = now_ns(), pause;
+		uint64_t now = nopfs_clock_now_ns(), pause;
 
 		found = look_for_reports(agent, nodes, reports, false);
 		if (found == nodes || now >= deadline ||

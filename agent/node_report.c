@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "peer/peer.h"
 #include "probe/rdma.h"
-#include "timing.h"
+#include "common/clock.h"
 
 static const char *const source_names[AGENT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
 static const char *const phase_names[PHASES] = { "catalog", "probe", "plan",

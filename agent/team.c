@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "peer/peer.h"
 #include "common/readall.h"
-#include "timing.h"
+#include "common/clock.h"
 
 /* Deadline of one remote read: past it, the PFS. */
 #define PEER_TIMEOUT_MS   1000
@@ -322,7 +322,7 @@ static nopfs_status fill_for_peer(void *arg, uint64_t sample, void *buffer, uint
                                   uint64_t deadline_ns)
 {
 	struct agent *agent = arg;
-	struct timespec deadline = deadline_at_ns(deadline_ns);
+	struct timespec deadline = nopfs_clock_deadline_at_ns(deadline_ns);
 	nopfs_status status = NOPFS_ERR_NOT_FOUND;
 
 	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)

@@ -25,6 +25,7 @@
 
 #include "peer/peer.h"
 #include "peer/peer_pipe.h"
+#include "common/clock.h"
 
 #define PRESENT 1
 #define SIZES   2
@@ -47,14 +48,6 @@ struct arena {
 	uint64_t offsets[SIZES];
 	unsigned char state[SIZES];
 };
-
-static double seconds_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static int arena_init(struct arena *arena)
 {
@@ -227,12 +220,12 @@ static double measure(struct client *client, enum method method, int s, double s
 	for (int i = 0; i < 3; i++) /* warm up */
 		if (run_once(client, method, s))
 			return -1;
-	start = seconds_now();
+	start = nopfs_clock_seconds();
 	do {
 		if (run_once(client, method, s))
 			return -1;
 		count++;
-		elapsed = seconds_now() - start;
+		elapsed = nopfs_clock_seconds() - start;
 	} while (elapsed < seconds || count < 5);
 	return count * sizes[s] / elapsed / 1e6;
 }

@@ -30,6 +30,7 @@ spank_spank_nopfs_la_SOURCES = \
 	lib/common/fdio.c \
 	lib/common/fdio.h \
 	lib/common/atomic_file.c \
+	lib/common/clock.h \
 	lib/common/atomic_file.h
 spank_spank_nopfs_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DNOPFS_BINDIR='"$(bindir)"' \

@@ -11,6 +11,7 @@
 #include "probe_internal.h"
 #include "common/log.h"
 #include "common/parallel.h"
+#include "common/clock.h"
 
 #define PROBE_IO_MAX    (UINT64_C(16) << 20)
 #define PROBE_RESERVE   0.05 /* of the budget, kept for cleaning up and caching */
@@ -19,17 +20,9 @@
 #define SSD_SHARES      2
 #define PFS_SHARES      2
 
-double probe_now(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
 double probe_phase_next(struct probe_phase *phase)
 {
-	double now = probe_now();
+	double now = nopfs_clock_seconds();
 	double left = phase->end > now ? phase->end - now : 0;
 	unsigned int share = phase->measurements ? phase->measurements : 1;
 	double slice = left / share;
@@ -43,7 +36,7 @@ double probe_phase_next(struct probe_phase *phase)
 static void phase_begin(struct probe_phase *phase, double end, unsigned int weight,
                         unsigned int *shares, unsigned int measurements)
 {
-	double now = probe_now();
+	double now = nopfs_clock_seconds();
 	double left = end > now ? end - now : 0;
 
 	phase->end = now + left * weight / *shares;
@@ -55,13 +48,13 @@ static void phase_begin(struct probe_phase *phase, double end, unsigned int weig
 static void phase_done(const char *name, const struct probe_phase *phase, double start)
 {
 	nopfs_debug("probe: %s done at %.3f s, its time box ended at %.3f s", name,
-	            probe_now() - start, phase->end - start);
+	            nopfs_clock_seconds() - start, phase->end - start);
 }
 
 bool probe_worker_continues(struct probe_worker *worker)
 {
 	return !atomic_load_explicit(worker->stop, memory_order_relaxed) &&
-	       probe_now() < worker->deadline;
+	       nopfs_clock_seconds() < worker->deadline;
 }
 
 void probe_worker_fail(struct probe_worker *worker, int error)
@@ -86,9 +79,9 @@ int probe_workers_run(void (*work)(void *job), void *jobs, size_t job_size, unsi
 		worker->error = 0;
 		worker->stop = &stop;
 	}
-	start = probe_now();
+	start = nopfs_clock_seconds();
 	nopfs_parallel_run(work, jobs, job_size, threads);
-	elapsed = probe_now() - start;
+	elapsed = nopfs_clock_seconds() - start;
 	for (unsigned int i = 0; i < threads; i++) {
 		struct probe_worker *worker = (void *)((char *)jobs + i * job_size);
 
@@ -228,7 +221,7 @@ static unsigned int knee(const struct nopfs_curve *curve, unsigned int max)
 static nopfs_status measure(const struct probe_config *config, const struct probe_plan *plan,
                             struct probe_result *result)
 {
-	double start = probe_now();
+	double start = nopfs_clock_seconds();
 	double end = start + config->budget_seconds * (1 - PROBE_RESERVE);
 	unsigned int shares = RAM_SHARES + SSD_SHARES * result->ssd_count;
 	struct probe_closer closer = { .closing = NULL };
@@ -275,7 +268,7 @@ out_close:
 	probe_closer_finish(&closer, start + config->budget_seconds);
 	if (status)
 		return status;
-	result->seconds = probe_now() - start;
+	result->seconds = nopfs_clock_seconds() - start;
 	nopfs_info("probe took %.2f s (budget %.2f s)", result->seconds,
 	           config->budget_seconds);
 	return NOPFS_OK;

@@ -21,6 +21,7 @@
 #include "probe_internal.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/clock.h"
 
 #define CACHE_VERSION 1
 #define FNV_INIT      UINT64_C(0xcbf29ce484222325)
@@ -63,14 +64,6 @@ static char *cache_path(const char *dir, const json_t *key)
 	if (path)
 		snprintf(path, length, "%s/probe-%016" PRIx64 ".json", dir, hash);
 	return path;
-}
-
-static double wall_now(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
 }
 
 /* The cache file parsed, or NULL (quietly when there is none). */
@@ -147,10 +140,11 @@ bool probe_cache_load(const char *dir, const json_t *key, double max_age,
 		snprintf(why, sizeof(why), "not a version %d probe cache", CACHE_VERSION);
 	} else if (!json_equal(stored_key, (json_t *)key)) {
 		snprintf(why, sizeof(why), "made for another host, tier directories or dataset");
-	} else if (!(wall_now() - timestamp >= 0 && wall_now() - timestamp < max_age)) {
+	} else if (!(nopfs_clock_wall_seconds() - timestamp >= 0 &&
+	             nopfs_clock_wall_seconds() - timestamp < max_age)) {
 		/* Too old, or from the future (a clock set back): quietly stale. */
 		nopfs_info("probe cache '%s' is %.0f s old (at most %.0f s); measuring again", path,
-		           wall_now() - timestamp, max_age);
+		           nopfs_clock_wall_seconds() - timestamp, max_age);
 	} else if (probe_from_json(stored, plan->max_threads, &loaded, why, sizeof(why))) {
 		if (same_shape(&loaded, result, plan))
 			used = true;
@@ -220,8 +214,9 @@ void probe_cache_store(const char *dir, const json_t *key, const struct probe_re
 		return;
 	}
 	path = cache_path(dir, key);
-	root = json_pack("{s:i, s:f, s:O, s:o}", "version", CACHE_VERSION, "timestamp", wall_now(),
-	                 "key", (json_t *)key, "result", probe_to_json(result));
+	root = json_pack("{s:i, s:f, s:O, s:o}", "version", CACHE_VERSION, "timestamp",
+	                 nopfs_clock_wall_seconds(), "key", (json_t *)key, "result",
+	                 probe_to_json(result));
 	if (!path || !root) {
 		nopfs_warning("probe cache in '%s': out of memory; not caching", dir);
 		goto out_free;

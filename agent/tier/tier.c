@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "pfs.h"
 #include "tier.h"
-#include "timing.h"
+#include "common/clock.h"
 #include "common/units.h"
 
 static nopfs_status check_room(const char *directory, uint64_t bytes, const char *what)
@@ -206,7 +206,7 @@ nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
 		tier->fd = -1;
 		tier->threads = 1;
 		pthread_mutex_init(&tier->lock, NULL);
-		cond_init_monotonic(&tier->changed);
+		nopfs_clock_cond_init(&tier->changed);
 		set->count++;
 		status = tier_index(tier, job);
 		if (status == NOPFS_OK)
@@ -525,7 +525,7 @@ void tier_set_move(struct tier_set *to, struct tier_set *from)
 		pthread_cond_destroy(&from->tier[t].changed);
 		pthread_mutex_destroy(&from->tier[t].lock);
 		pthread_mutex_init(&to->tier[t].lock, NULL);
-		cond_init_monotonic(&to->tier[t].changed);
+		nopfs_clock_cond_init(&to->tier[t].changed);
 	}
 	memset(from, 0, sizeof(*from));
 }

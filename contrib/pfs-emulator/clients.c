@@ -16,17 +16,10 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/clock.h"
 
 /* ------------------------------------------------------------------------ */
 /* Time */
-
-double pfs_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void pfs_sleep_until(double deadline)
 {
@@ -267,8 +260,7 @@ static void *stats_main(void *unused)
 		pthread_mutex_unlock(&pfs.stats_lock);
 		write_stats();
 		pthread_mutex_lock(&pfs.stats_lock);
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += 1;
+		deadline = nopfs_clock_wall_deadline_after(1);
 		while (!pfs.stats_stop &&
 		       pthread_cond_timedwait(&pfs.stats_cond, &pfs.stats_lock, &deadline) == 0)
 			;

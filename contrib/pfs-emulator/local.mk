@@ -12,6 +12,7 @@ contrib_pfs_emulator_nopfs_pfs_SOURCES = \
 	contrib/pfs-emulator/pfs.h \
 	contrib/pfs-emulator/tree.c \
 	lib/common/atomic_file.c \
+	lib/common/clock.h \
 	lib/common/atomic_file.h \
 	lib/common/fdio.c \
 	lib/common/fdio.h \

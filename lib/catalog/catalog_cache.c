@@ -33,6 +33,7 @@
 
 #include "catalog_internal.h"
 #include "common/atomic_file.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/readall.h"
 
@@ -464,20 +465,12 @@ static bool load(const struct nopfs_catalog_options *options, const struct cache
 	return used;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
-
 /* Scan and, unless the tree changed too recently to tell, cache the result. */
 static nopfs_status scan_and_store(const struct nopfs_catalog_options *options,
                                    const struct cache_key *key, struct nopfs_catalog **out)
 {
 	struct catalog_snapshot snapshot;
-	int64_t start = now_ns();
+	int64_t start = nopfs_clock_wall_ns();
 	nopfs_status status;
 
 	nopfs_catalog_snapshot_init(&snapshot);

@@ -1,5 +1,5 @@
-# lib/common: status codes, the log, units, whole-file reads, whole-buffer
-# reads and writes, atomic file replacement, fork-join.
+# lib/common: status codes, the log, units, clocks, whole-file reads,
+# whole-buffer reads and writes, atomic file replacement, fork-join.
 
 lib_libnopfs_core_la_SOURCES += \
 	lib/common/status.c \
@@ -12,6 +12,7 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/fdio.h \
 	lib/common/atomic_file.c \
 	lib/common/atomic_file.h \
+	lib/common/clock.h \
 	lib/common/parallel.c \
 	lib/common/parallel.h \
 	lib/common/units.c \

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "plan.h"
 #include "common/units.h"
+#include "common/clock.h"
 
 static const char usage_text[] =
         "Usage: nopfs-plan [DATASET] [JOB] [OUTPUT]\n"
@@ -344,14 +345,6 @@ static nopfs_status print_stream(const struct plan_options *o, const struct nopf
 	return fflush(stdout) == 0 ? NOPFS_OK : NOPFS_ERR_IO;
 }
 
-static double seconds_since(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
 static nopfs_status compute_and_print(const struct plan_options *o,
                                       const struct nopfs_catalog *catalog,
                                       const struct nopfs_layout *layout,
@@ -369,19 +362,19 @@ static nopfs_status compute_and_print(const struct plan_options *o,
 	struct plan_result result = {
 		.options = o, .catalog = catalog, .layout = layout, .node_tiers = node_tiers
 	};
-	struct timespec start;
+	double start;
 	nopfs_status status;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	start = nopfs_clock_seconds();
 	status = nopfs_placement_compute(&input, o->node, &result.ours);
 	if (status != NOPFS_OK)
 		return status;
-	result.plan_seconds = seconds_since(&start);
+	result.plan_seconds = nopfs_clock_seconds() - start;
 	if (o->compare) {
 		input.policy = NOPFS_POLICY_GREEDY;
-		clock_gettime(CLOCK_MONOTONIC, &start);
+		start = nopfs_clock_seconds();
 		status = nopfs_placement_compute(&input, NOPFS_ALL_NODES, &result.greedy);
-		result.greedy_seconds = seconds_since(&start);
+		result.greedy_seconds = nopfs_clock_seconds() - start;
 	}
 	if (status == NOPFS_OK)
 		status = plan_print(&result);
