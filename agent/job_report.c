@@ -37,19 +37,21 @@ bool agent_node_path(const char *pattern, uint32_t node, char *path, size_t leng
 static json_t *load_node_report(const char *path, uint32_t node, const char *job_id, char *why,
                                 size_t size)
 {
-	struct nopfs_report_error error;
 	json_error_t parse;
 	json_t *report = json_load_file(path, 0, &parse);
 	const char *id;
+	nopfs_status status;
 
 	if (!report) {
 		snprintf(why, size, "%s", parse.text);
 		return NULL;
 	}
-	if (!nopfs_report_check_node(report, &error)) {
-		snprintf(why, size, "%s", error.text);
+	/* a report not there yet is looked for again: its problem is said at the last look */
+	nopfs_log_hold();
+	status = nopfs_report_check_node(report, NULL);
+	snprintf(why, size, "%s", nopfs_log_release());
+	if (status != NOPFS_OK)
 		goto out_report;
-	}
 	id = json_string_value(json_object_get(report, "job_id"));
 	if (strcmp(id, job_id) != 0) {
 		snprintf(why, size, "it is a report of job '%s'", id);
@@ -185,9 +187,8 @@ nopfs_status job_report_write(struct agent *agent)
 {
 	const char *path = agent->options.merged_report_path;
 	uint32_t nodes = agent->bootstrap.active ? agent->bootstrap.nodes : 1, found = 0;
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	nopfs_status status = NOPFS_ERR_NOMEM;
-	json_t **reports, *merged;
+	json_t **reports, *merged = NULL;
 	bool *merged_nodes = NULL;
 
 	if (path[0] == '\0' || agent->job.node != 0)
@@ -202,15 +203,12 @@ nopfs_status job_report_write(struct agent *agent)
 	for (uint32_t n = 0; n < nodes; n++)
 		merged_nodes[n] = reports[n] != NULL;
 	found = compact(reports, nodes);
-	merged = nopfs_report_merge(reports, found, nodes, &error);
-	if (!merged) {
-		nopfs_error("job report: cannot merge: %s", error.text);
+	if (nopfs_report_merge(reports, NULL, found, nodes, &merged) != NOPFS_OK) {
 		status = NOPFS_ERR_FORMAT;
 		goto out_reports;
 	}
 	status = NOPFS_OK;
-	if (nopfs_report_write(merged, path, 0644, &error) != 0) {
-		nopfs_error("--merged-report: %s", error.text);
+	if (nopfs_report_write(merged, path, 0644, "--merged-report") != NOPFS_OK) {
 		status = NOPFS_ERR_IO;
 	} else {
 		nopfs_info("job report of %" PRIu32 " of %" PRIu32 " nodes written to %s", found,

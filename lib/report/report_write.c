@@ -1,6 +1,5 @@
 /* Writing a report atomically, with a final newline. */
 #include <errno.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
@@ -15,15 +14,12 @@ static int dump_report(int fd, void *report)
 	return 0;
 }
 
-int nopfs_report_write(const json_t *report, const char *path, mode_t mode,
-                       struct nopfs_report_error *error)
+nopfs_status nopfs_report_write(const json_t *report, const char *path, mode_t mode,
+                                const char *what)
 {
-	int saved;
+	nopfs_status status = nopfs_atomic_write_with(path, mode, dump_report, (void *)report);
 
-	if (nopfs_atomic_write_with(path, mode, dump_report, (void *)report) == NOPFS_OK)
-		return 0;
-	saved = errno;
-	report_fail(error, NOPFS_REPORT_NO_INPUT, "cannot create '%s': %s", path, strerror(saved));
-	errno = saved;
-	return -1;
+	if (status != NOPFS_OK)
+		report_fail(what, "cannot create '%s': %m", path);
+	return status;
 }

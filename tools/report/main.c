@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/log.h"
 #include "report/report.h"
 #include "common/units.h"
 
@@ -111,18 +112,15 @@ static bool is_job_report(const json_t *report)
 	return json_is_object(report) && json_object_get(report, "per_node");
 }
 
-static void print_error(char **files, const struct nopfs_report_error *error)
+/* The libraries' messages, as the tool's own: "nopfs-report: ..." on stderr. */
+static void tool_sink(nopfs_log_level level, const char *message, void *arg)
 {
-	if (error->input == NOPFS_REPORT_NO_INPUT)
-		fprintf(stderr, "nopfs-report: %s\n", error->text);
-	else
-		fprintf(stderr, "nopfs-report: %s: %s\n", files[error->input], error->text);
+	fprintf(stderr, "nopfs-report: %s\n", message);
 }
 
 /* Load, check and merge the node reports; NULL after printing why. */
 static json_t *merge_files(const struct report_options *o)
 {
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	json_t **nodes = calloc((size_t)o->file_count, sizeof(*nodes)), *merged = NULL;
 	int loaded = 0;
 
@@ -141,9 +139,8 @@ static json_t *merge_files(const struct report_options *o)
 			goto out_nodes;
 		}
 	}
-	merged = nopfs_report_merge(nodes, (size_t)loaded, o->expected_nodes, &error);
-	if (!merged)
-		print_error(o->files, &error);
+	nopfs_report_merge(nodes, (const char *const *)o->files, (size_t)loaded, o->expected_nodes,
+	                   &merged);
 out_nodes:
 	for (int i = 0; i < loaded; i++)
 		json_decref(nodes[i]);
@@ -154,7 +151,6 @@ out_nodes:
 /* One file, no --merge: a job report, or a node report merged alone. */
 static json_t *load_one(const struct report_options *o)
 {
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	json_t *report = load(o->files[0]);
 
 	if (!report)
@@ -163,8 +159,7 @@ static json_t *load_one(const struct report_options *o)
 		json_decref(report);
 		return merge_files(o); /* one node's report: merged alone */
 	}
-	if (!nopfs_report_check_merged(report, &error)) {
-		fprintf(stderr, "nopfs-report: %s: %s\n", o->files[0], error.text);
+	if (nopfs_report_check_merged(report, o->files[0]) != NOPFS_OK) {
 		json_decref(report);
 		return NULL;
 	}
@@ -174,21 +169,21 @@ static json_t *load_one(const struct report_options *o)
 int main(int argc, char **argv)
 {
 	struct report_options options = { 0 };
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	json_t *merged;
-	int rc = parse_options(argc, argv, &options);
+	int rc;
 
+	nopfs_log_set_sink(tool_sink, NULL, NOPFS_LOG_ERROR);
+	rc = parse_options(argc, argv, &options);
 	if (rc != 0)
 		return rc < 0 ? 0 : 1;
 	merged = options.merge_path ? merge_files(&options) : load_one(&options);
 	if (!merged)
 		return 1;
 	rc = 0;
-	if (options.merge_path && nopfs_report_write(merged, options.merge_path, 0644, &error)) {
-		fprintf(stderr, "nopfs-report: %s: %s\n", options.merge_path, error.text);
+	if (options.merge_path &&
+	    nopfs_report_write(merged, options.merge_path, 0644, options.merge_path) != NOPFS_OK)
 		rc = 1;
-	}
-	if (nopfs_report_print_summary(merged, stderr) != 0)
+	if (nopfs_report_print_summary(merged, stderr) != NOPFS_OK)
 		rc = 1;
 	json_decref(merged);
 	return rc;
