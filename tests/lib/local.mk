@@ -7,6 +7,7 @@ check_PROGRAMS += \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
 	tests/lib/common/check_log \
+	tests/lib/common/check_optable \
 	tests/lib/catalog/check_catalog \
 	tests/lib/catalog/check_catalog_cache \
 	tests/lib/plan/check_layout \
@@ -39,6 +40,10 @@ tests_lib_common_check_log_SOURCES = tests/lib/common/check_log.c
 tests_lib_common_check_log_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_log_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_common_check_log_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_optable_SOURCES = tests/lib/common/check_optable.c
+tests_lib_common_check_optable_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_optable_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_optable_LDADD = $(UNIT_TEST_LIBS)
 
 tests_lib_catalog_check_catalog_SOURCES = tests/lib/catalog/check_catalog.c
 tests_lib_catalog_check_catalog_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
@@ -98,6 +103,7 @@ TESTS += \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
 	tests/lib/common/check_log \
+	tests/lib/common/check_optable \
 	tests/lib/plan/check_layout \
 	tests/lib/plan/check_model \
 	tests/lib/plan/check_placement \
