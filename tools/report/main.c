@@ -4,42 +4,14 @@
  */
 #include "config.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/optable.h"
 #include "report/report.h"
 #include "common/units.h"
-
-static const char usage_text[] =
-        "Usage: nopfs-report [--merge OUT] [--expect N] FILE...\n"
-        "\n"
-        "Merge the per-node reports of a nopfs job (nopfs-agent --report) into one\n"
-        "job report, or print the summary of one. The summary goes to stderr.\n"
-        "\n"
-        "  --merge OUT   merge the node reports FILE... into the job report OUT\n"
-        "                (written atomically, mode 0644) and print its summary\n"
-        "  --expect N    the job ran on N nodes (default: the highest node index\n"
-        "                reported + 1); nodes without a report are listed as missing\n"
-        "  --help        this text\n"
-        "\n"
-        "Without --merge, FILE is one job report (or one node's report, merged alone).\n"
-        "Exit status: 0 done, 1 on any error.\n";
-
-enum {
-	OPT_MERGE = 256,
-	OPT_EXPECT,
-	OPT_HELP,
-};
-
-static const struct option long_options[] = {
-	{ "merge", required_argument, NULL, OPT_MERGE },
-	{ "expect", required_argument, NULL, OPT_EXPECT },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
 
 struct report_options {
 	const char *merge_path; /* NULL: summary only */
@@ -48,40 +20,45 @@ struct report_options {
 	int file_count;
 };
 
+#define FIELD(field) NOPFS_OPTION_FIELD(struct report_options, field)
+
+static const struct nopfs_option option_rows[] = {
+	{ NOPFS_OPT_STRING("merge", "OUT",
+	                   "merge the node reports FILE... into the job report OUT\n"
+	                   "(written atomically, mode 0644) and print its summary",
+	                   FIELD(merge_path)) },
+	{ NOPFS_OPT_UINT("expect", "N",
+	                 "the job ran on N nodes (default: the highest node index\n"
+	                 "reported + 1); nodes without a report are listed as missing",
+	                 FIELD(expected_nodes), 1, 1u << 20) },
+	{ NOPFS_OPT_HELP("this text") },
+	{ NOPFS_OPT_END },
+};
+
+static const struct nopfs_optable option_table = {
+	.options = option_rows,
+	.usage = "Usage: nopfs-report [--merge OUT] [--expect N] FILE...\n"
+	         "\n"
+	         "Merge the per-node reports of a nopfs job (nopfs-agent --report) into one\n"
+	         "job report, or print the summary of one. The summary goes to stderr.\n"
+	         "\n",
+	.epilogue =
+	        "\n"
+	        "Without --merge, FILE is one job report (or one node's report, merged alone).\n"
+	        "Exit status: 0 done, 1 on any error.\n",
+	.column = 16,
+};
+
 /* 0 to go on, 1 on an error, -1 after --help. */
 static int parse_options(int argc, char **argv, struct report_options *o)
 {
-	uint64_t value;
-	int option;
+	int operands;
+	nopfs_status status = nopfs_optable_parse(&option_table, argc, argv, o, &operands);
 
-	opterr = 0;
-	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		switch (option) {
-		case OPT_MERGE:
-			o->merge_path = optarg;
-			break;
-		case OPT_EXPECT:
-			if (nopfs_parse_uint(optarg, 1, 1u << 20, &value) != NOPFS_OK) {
-				fprintf(stderr,
-				        "nopfs-report: --expect: '%s' is not an integer in 1 .. "
-				        "%u\n",
-				        optarg, 1u << 20);
-				return 1;
-			}
-			o->expected_nodes = (uint32_t)value;
-			break;
-		case OPT_HELP:
-			fputs(usage_text, stdout);
-			return -1;
-		default:
-			fprintf(stderr,
-			        "nopfs-report: unknown or incomplete option '%s'; see --help\n",
-			        argv[optind - 1]);
-			return 1;
-		}
-	}
-	o->files = argv + optind;
-	o->file_count = argc - optind;
+	if (status != NOPFS_OK)
+		return status == NOPFS_ERR_EMPTY ? -1 : 1;
+	o->files = argv + operands;
+	o->file_count = argc - operands;
 	if (o->file_count == 0) {
 		fprintf(stderr, "nopfs-report: no report given; see --help\n");
 		return 1;
