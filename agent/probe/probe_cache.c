@@ -20,6 +20,7 @@
 
 #include "probe_internal.h"
 #include "common/atomic_file.h"
+#include "common/dirs.h"
 #include "common/log.h"
 #include "common/clock.h"
 
@@ -166,29 +167,6 @@ out_free_path:
 	return used;
 }
 
-/* mkdir -p @path, creating missing directories 0700. */
-static bool make_dirs(const char *path)
-{
-	char *copy = strdup(path), *slash;
-	struct stat st;
-	bool made;
-
-	if (!copy)
-		return false;
-	for (slash = strchr(copy + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(copy, 0700) != 0 && errno != EEXIST)
-			break;
-		*slash = '/';
-	}
-	made = (mkdir(copy, 0700) == 0 || errno == EEXIST) && stat(copy, &st) == 0 &&
-	       S_ISDIR(st.st_mode);
-	if (!made && errno == EEXIST)
-		errno = ENOTDIR;
-	free(copy);
-	return made;
-}
-
 /* Write @root to @path atomically; false with errno on failure. */
 static bool write_atomically(const char *path, const json_t *root)
 {
@@ -209,7 +187,7 @@ void probe_cache_store(const char *dir, const json_t *key, const struct probe_re
 	char *path;
 	json_t *root;
 
-	if (!make_dirs(dir)) {
+	if (nopfs_dir_make(dir, 0700) != NOPFS_OK) {
 		nopfs_warning("cannot create probe cache directory '%s': %m; not caching", dir);
 		return;
 	}

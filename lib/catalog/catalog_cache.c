@@ -33,6 +33,7 @@
 
 #include "catalog_internal.h"
 #include "common/atomic_file.h"
+#include "common/dirs.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/readall.h"
@@ -180,36 +181,13 @@ static struct catalog_writer encode(const struct cache_key *key,
 	return writer;
 }
 
-/* mkdir -p @path, creating missing directories 0700. */
-static bool make_dirs(const char *path)
-{
-	char *copy = strdup(path), *slash;
-	struct stat st;
-	bool ok;
-
-	if (!copy)
-		return false;
-	for (slash = strchr(copy + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(copy, 0700) != 0 && errno != EEXIST)
-			break;
-		*slash = '/';
-	}
-	ok = (mkdir(copy, 0700) == 0 || errno == EEXIST) && stat(copy, &st) == 0 &&
-	     S_ISDIR(st.st_mode);
-	if (!ok && errno == EEXIST)
-		errno = ENOTDIR;
-	free(copy);
-	return ok;
-}
-
 /* Write the cache atomically (a temporary file renamed over it); only warns. */
 static void store(const struct nopfs_catalog_options *options, const struct cache_key *key,
                   const struct catalog_snapshot *snapshot, const struct nopfs_catalog *catalog)
 {
 	struct catalog_writer bytes;
 
-	if (!make_dirs(options->cache_dir)) {
+	if (nopfs_dir_make(options->cache_dir, 0700) != NOPFS_OK) {
 		nopfs_warning("cannot create catalog cache directory '%s': %s; not caching",
 		              options->cache_dir, strerror(errno));
 		return;

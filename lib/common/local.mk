@@ -1,6 +1,6 @@
 # lib/common: status codes, the log, units, clocks, command-line option
-# tables, whole-file reads, whole-buffer reads and writes, atomic file
-# replacement, fork-join.
+# tables, directories, whole-file reads, whole-buffer reads and writes,
+# atomic file replacement, fork-join.
 
 lib_libnopfs_core_la_SOURCES += \
 	lib/common/status.c \
@@ -14,6 +14,8 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/atomic_file.c \
 	lib/common/atomic_file.h \
 	lib/common/clock.h \
+	lib/common/dirs.c \
+	lib/common/dirs.h \
 	lib/common/optable.c \
 	lib/common/optable.h \
 	lib/common/parallel.c \

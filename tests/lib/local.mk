@@ -6,6 +6,7 @@ check_PROGRAMS += \
 	tests/lib/common/check_fdio \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
+	tests/lib/common/check_dirs \
 	tests/lib/common/check_log \
 	tests/lib/common/check_optable \
 	tests/lib/catalog/check_catalog \
@@ -36,6 +37,10 @@ tests_lib_common_check_clock_SOURCES = tests/lib/common/check_clock.c
 tests_lib_common_check_clock_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_clock_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_common_check_clock_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_dirs_SOURCES = tests/lib/common/check_dirs.c
+tests_lib_common_check_dirs_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_dirs_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_dirs_LDADD = $(UNIT_TEST_LIBS)
 tests_lib_common_check_log_SOURCES = tests/lib/common/check_log.c
 tests_lib_common_check_log_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_log_CFLAGS = $(UNIT_TEST_FLAGS)
@@ -102,6 +107,7 @@ TESTS += \
 	tests/lib/common/check_fdio \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
+	tests/lib/common/check_dirs \
 	tests/lib/common/check_log \
 	tests/lib/common/check_optable \
 	tests/lib/plan/check_layout \
