@@ -345,6 +345,8 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.hello_timeout = 10,
 	};
 	status = nopfs_optable_parse(&option_table, argc, argv, config, NULL);
+	if (status == NOPFS_ERR_EMPTY)
+		nopfs_optable_print_help(&option_table, stdout);
 	if (status != NOPFS_OK)
 		return status == NOPFS_ERR_EMPTY ? status : NOPFS_ERR_INVALID;
 	return finish(config);

@@ -161,7 +161,6 @@ nopfs_status nopfs_optable_parse(const struct nopfs_optable *table, int argc, ch
 			            argv[optind - 1]);
 			status = NOPFS_ERR_INVALID;
 		} else if (option->kind == NOPFS_OPTION_HELP) {
-			nopfs_optable_print_help(table, stdout);
 			status = NOPFS_ERR_EMPTY;
 		} else if (!nopfs_option_store(option, optarg, options)) {
 			status = NOPFS_ERR_INVALID;

@@ -18,7 +18,7 @@
 enum nopfs_option_kind {
 	NOPFS_OPTION_END,     /* ends the table */
 	NOPFS_OPTION_TEXT,    /* no option: a line of --help as it is (a heading) */
-	NOPFS_OPTION_HELP,    /* print --help on stdout and stop */
+	NOPFS_OPTION_HELP,    /* --help: stop, for the caller to print the help */
 	NOPFS_OPTION_FLAG,    /* no value: store .flag in a bool */
 	NOPFS_OPTION_STRING,  /* store the value itself (a const char * into argv) */
 	NOPFS_OPTION_PATH,    /* copy the value, not empty, into a char array */
@@ -95,10 +95,11 @@ bool nopfs_option_store(const struct nopfs_option *option, const char *value, vo
 
 /*
  * Parse @argv into @options (the caller's struct). NOPFS_OK with *@operands
- * the index of the first argument that is no option; NOPFS_ERR_EMPTY after
- * printing --help; NOPFS_ERR_INVALID after logging what is wrong. With
- * @operands NULL, arguments that are no option are an error too. Uses
- * getopt_long(), so it is not thread-safe.
+ * the index of the first argument that is no option; NOPFS_ERR_EMPTY when
+ * --help was asked (the caller prints nopfs_optable_print_help() where it
+ * wants); NOPFS_ERR_INVALID after logging what is wrong. With @operands NULL,
+ * arguments that are no option are an error too. Uses getopt_long(), so it is
+ * not thread-safe.
  */
 nopfs_status nopfs_optable_parse(const struct nopfs_optable *table, int argc, char **argv,
                                  void *options, int *operands);

@@ -412,8 +412,10 @@ int main(int argc, char **argv)
 	};
 	nopfs_status status = nopfs_optable_parse(&option_table, argc, argv, &options, NULL);
 
+	if (status == NOPFS_ERR_EMPTY)
+		nopfs_optable_print_help(&option_table, stdout);
 	if (status != NOPFS_OK)
-		return status == NOPFS_ERR_EMPTY ? 0 : 2; /* EMPTY: after --help */
+		return status == NOPFS_ERR_EMPTY ? 0 : 2;
 	if (!check_options(&options))
 		return 2;
 	return run(&options) == NOPFS_OK ? 0 : 1;

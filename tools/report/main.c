@@ -55,6 +55,8 @@ static int parse_options(int argc, char **argv, struct report_options *o)
 	int operands;
 	nopfs_status status = nopfs_optable_parse(&option_table, argc, argv, o, &operands);
 
+	if (status == NOPFS_ERR_EMPTY)
+		nopfs_optable_print_help(&option_table, stdout);
 	if (status != NOPFS_OK)
 		return status == NOPFS_ERR_EMPTY ? -1 : 1;
 	o->files = argv + operands;
