@@ -479,7 +479,7 @@ int main(int argc, char **argv)
 	parsed = train_options_parse(argc, argv, t.world, &options);
 	log_rank_zero_only = false;
 	if (parsed == 1 && t.rank == 0)
-		fputs(train_usage_text, stdout);
+		train_options_print_help(stdout);
 	if (parsed) {
 		MPI_Finalize();
 		return parsed == 1 ? 0 : 2;
