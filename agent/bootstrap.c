@@ -9,6 +9,7 @@
 
 #include "bootstrap.h"
 #include "common/log.h"
+#include "common/clock.h"
 
 /* The k-th exchange's key; a key put again would not replace what the others cached. */
 #define RECORD_KEY_FORMAT "nopfs.agent.record.%u"
@@ -128,8 +129,7 @@ static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s)
 		free(wait);
 		return rc;
 	}
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_s;
+	deadline = nopfs_clock_wall_deadline_after(timeout_s);
 	pthread_mutex_lock(&wait->lock);
 	while (!wait->done)
 		if (pthread_cond_timedwait(&wait->done_cond, &wait->lock, &deadline) == ETIMEDOUT)

@@ -7,14 +7,7 @@
 #include "job.h"
 #include "common/log.h"
 #include "common/units.h"
-
-static double seconds_since(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
+#include "common/clock.h"
 
 nopfs_status job_open_catalog(const struct agent_options *options, struct nopfs_catalog **catalog,
                               bool *from_cache)
@@ -137,7 +130,7 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
 {
 	struct nopfs_placement_input input;
 	struct nopfs_tier_usage usage;
-	struct timespec start;
+	double start;
 	nopfs_status status;
 	char used[32], capacity[32];
 
@@ -156,11 +149,11 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
 		.policy = NOPFS_POLICY_OWNER_FIRST,
 		.threads = 2,
 	};
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	start = nopfs_clock_seconds();
 	status = nopfs_placement_compute(&input, job->node, &job->placement);
 	if (status != NOPFS_OK)
 		return status;
-	job->plan_seconds = seconds_since(&start);
+	job->plan_seconds = nopfs_clock_seconds() - start;
 	for (unsigned int t = 0; t < tiers[job->node].count; t++) {
 		nopfs_placement_usage(job->placement, job->node, t, &usage);
 		nopfs_info("plan: tier %u (%s) keeps %" PRIu64 " samples, %s of %s", t,

@@ -16,7 +16,7 @@
 #include "common/log.h"
 #include "peer/peer.h"
 #include "report/report.h"
-#include "timing.h"
+#include "common/clock.h"
 
 #define POLL_NS 50000000ull /* 50 ms between looks for the others' reports */
 
@@ -37,19 +37,21 @@ bool agent_node_path(const char *pattern, uint32_t node, char *path, size_t leng
 static json_t *load_node_report(const char *path, uint32_t node, const char *job_id, char *why,
                                 size_t size)
 {
-	struct nopfs_report_error error;
 	json_error_t parse;
 	json_t *report = json_load_file(path, 0, &parse);
 	const char *id;
+	nopfs_status status;
 
 	if (!report) {
 		snprintf(why, size, "%s", parse.text);
 		return NULL;
 	}
-	if (!nopfs_report_check_node(report, &error)) {
-		snprintf(why, size, "%s", error.text);
+	/* a report not there yet is looked for again: its problem is said at the last look */
+	nopfs_log_hold();
+	status = nopfs_report_check_node(report, NULL);
+	snprintf(why, size, "%s", nopfs_log_release());
+	if (status != NOPFS_OK)
 		goto out_report;
-	}
 	id = json_string_value(json_object_get(report, "job_id"));
 	if (strcmp(id, job_id) != 0) {
 		snprintf(why, size, "it is a report of job '%s'", id);
@@ -121,7 +123,8 @@ static bool only_lost_missing(const struct agent *agent, uint32_t nodes, json_t 
  */
 static void wait_for_reports(const struct agent *agent, uint32_t nodes, json_t **reports)
 {
-	uint64_t start = now_ns(), deadline = start + (uint64_t)(agent->options.merge_wait * 1e9);
+	uint64_t start = nopfs_clock_now_ns(),
+	         deadline = start + (uint64_t)(agent->options.merge_wait * 1e9);
 	uint32_t found;
 
 	if (nodes > 1 && !strstr(agent->options.report_pattern, "%n")) {
@@ -131,7 +134,7 @@ static void wait_for_reports(const struct agent *agent, uint32_t nodes, json_t *
 		return;
 	}
 	for (;;) {
-		uint64_t now = now_ns(), pause;
+		uint64_t now = nopfs_clock_now_ns(), pause;
 
 		found = look_for_reports(agent, nodes, reports, false);
 		if (found == nodes || now >= deadline ||
@@ -184,9 +187,8 @@ nopfs_status job_report_write(struct agent *agent)
 {
 	const char *path = agent->options.merged_report_path;
 	uint32_t nodes = agent->bootstrap.active ? agent->bootstrap.nodes : 1, found = 0;
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	nopfs_status status = NOPFS_ERR_NOMEM;
-	json_t **reports, *merged;
+	json_t **reports, *merged = NULL;
 	bool *merged_nodes = NULL;
 
 	if (path[0] == '\0' || agent->job.node != 0)
@@ -201,15 +203,12 @@ nopfs_status job_report_write(struct agent *agent)
 	for (uint32_t n = 0; n < nodes; n++)
 		merged_nodes[n] = reports[n] != NULL;
 	found = compact(reports, nodes);
-	merged = nopfs_report_merge(reports, found, nodes, &error);
-	if (!merged) {
-		nopfs_error("job report: cannot merge: %s", error.text);
+	if (nopfs_report_merge(reports, NULL, found, nodes, &merged) != NOPFS_OK) {
 		status = NOPFS_ERR_FORMAT;
 		goto out_reports;
 	}
 	status = NOPFS_OK;
-	if (nopfs_report_write(merged, path, 0644, &error) != 0) {
-		nopfs_error("--merged-report: %s", error.text);
+	if (nopfs_report_write(merged, path, 0644, "--merged-report") != NOPFS_OK) {
 		status = NOPFS_ERR_IO;
 	} else {
 		nopfs_info("job report of %" PRIu32 " of %" PRIu32 " nodes written to %s", found,

@@ -18,10 +18,11 @@
 
 #include "agent.h"
 #include "team.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "pfs.h"
 #include "task/runtime.h"
-#include "timing.h"
+#include "common/clock.h"
 
 /* ------------------------------------------------------------------------
  * Signals: handlers only set flags; main() waits for them.
@@ -295,7 +296,7 @@ static void wait_for_stop(struct agent *agent, const sigset_t *wait_mask)
 
 static double phase_end(uint64_t *started)
 {
-	uint64_t now = now_ns();
+	uint64_t now = nopfs_clock_now_ns();
 	double seconds = (double)(now - *started) / 1e9;
 
 	*started = now;
@@ -319,7 +320,7 @@ int main(int argc, char **argv)
 		goto out_options;
 	if (signals_setup(&wait_mask) != NOPFS_OK)
 		goto out_log;
-	agent.started_ns = clock = now_ns();
+	agent.started_ns = clock = nopfs_clock_now_ns();
 	pthread_rwlock_init(&agent.plan_lock, NULL);
 	pthread_mutex_init(&agent.events_lock, NULL);
 	if (snprintf(agent.socket_path, sizeof(agent.socket_path), "%s/agent.sock",
@@ -377,8 +378,8 @@ int main(int argc, char **argv)
 	if (agent_publish_ready(&agent) != NOPFS_OK)
 		goto out_serve;
 	nopfs_info("ready in %.2f s: serving %" PRIu32 " local ranks on %s",
-	           (double)(now_ns() - agent.started_ns) / 1e9, agent.job.local_rank_count,
-	           agent.socket_path);
+	           (double)(nopfs_clock_now_ns() - agent.started_ns) / 1e9,
+	           agent.job.local_rank_count, agent.socket_path);
 
 	wait_for_stop(&agent, &wait_mask);
 	agent.phase_seconds[PHASE_SERVE] = phase_end(&clock);

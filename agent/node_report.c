@@ -3,18 +3,20 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "agent.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "peer/peer.h"
 #include "probe/rdma.h"
-#include "timing.h"
+#include "common/clock.h"
 
 static const char *const source_names[AGENT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
 static const char *const phase_names[PHASES] = { "catalog", "probe", "plan",
-	                                         "tiers",   "serve",     "drain" };
+	                                         "tiers",   "serve", "drain" };
 static const char *const fallback_names[AGENT_FALLBACKS] = {
 	"unknown_path", "read_error", "timeout", "stopping", "malformed",
 };
@@ -161,33 +163,22 @@ json_t *report_json(struct agent *agent)
 
 nopfs_status report_write(struct agent *agent)
 {
-	char temporary[4200];
+	const char *path = agent->options.report_path;
 	json_t *report = report_json(agent);
-	int fd;
+	char *text = report ? json_dumps(report, JSON_INDENT(2)) : NULL;
+	nopfs_status status;
 
-	if (!report) {
+	json_decref(report);
+	if (!text) {
 		nopfs_error("report: cannot build the JSON");
 		return NOPFS_ERR_NOMEM;
 	}
-	snprintf(temporary, sizeof(temporary), "%s.%ld.tmp", agent->options.report_path,
-	         (long)getpid());
-	fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0 || json_dumpfd(report, fd, JSON_INDENT(2)) != 0 || fsync(fd) != 0) {
-		nopfs_error("report: cannot write '%s': %m", temporary);
-		if (fd >= 0)
-			close(fd);
-		unlink(temporary);
-		json_decref(report);
+	status = nopfs_atomic_write(path, 0600, text, strlen(text));
+	free(text);
+	if (status != NOPFS_OK) {
+		nopfs_error("report: cannot write '%s': %m", path);
 		return NOPFS_ERR_IO;
 	}
-	close(fd);
-	json_decref(report);
-	if (rename(temporary, agent->options.report_path) != 0) {
-		nopfs_error("report: cannot rename '%s' to '%s': %m", temporary,
-		            agent->options.report_path);
-		unlink(temporary);
-		return NOPFS_ERR_IO;
-	}
-	nopfs_info("report written to %s", agent->options.report_path);
+	nopfs_info("report written to %s", path);
 	return NOPFS_OK;
 }

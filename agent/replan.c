@@ -21,7 +21,7 @@
 #include "common/log.h"
 #include "peer/peer.h"
 #include "common/readall.h"
-#include "timing.h"
+#include "common/clock.h"
 
 #define STEP_FILE_MAX 65536
 
@@ -325,7 +325,7 @@ static nopfs_status change_dataset(struct agent *agent, uint32_t generation,
  */
 static nopfs_status replan(struct agent *agent, uint32_t generation, char *text, bool local)
 {
-	uint64_t started = now_ns(), kept = 0, kept_bytes = 0;
+	uint64_t started = nopfs_clock_now_ns(), kept = 0, kept_bytes = 0;
 	char *description = strdup(text);
 	struct agent_options next = { 0 };
 	struct job job = { 0 };
@@ -370,20 +370,21 @@ static nopfs_status replan(struct agent *agent, uint32_t generation, char *text,
 	if (status == NOPFS_OK)
 		status = agent_publish_ready(agent);
 	note_plan(agent, generation, NOPFS_OK, catalog_source, kept, kept_bytes,
-	          (double)(now_ns() - started) / 1e9);
+	          (double)(nopfs_clock_now_ns() - started) / 1e9);
 	nopfs_info("plan %" PRIu32 ": %" PRIu64 " samples, %" PRIu32 " epochs, %" PRIu32
 	           " ranks (%" PRIu32 " here); %" PRIu64 " samples (%" PRIu64
 	           " bytes) already cached here; %.2f s",
 	           generation, agent->job.sampler.count, agent->job.epochs,
 	           agent->job.sampler.world_size, agent->job.local_rank_count, kept, kept_bytes,
-	           (double)(now_ns() - started) / 1e9);
+	           (double)(nopfs_clock_now_ns() - started) / 1e9);
 	goto out;
 
 refused:
 	nopfs_error("plan %" PRIu32 " refused (%s): this agent keeps its plan; the step's reads "
 	            "are served, not planned",
 	            generation, nopfs_status_string(status));
-	note_plan(agent, generation, status, NULL, 0, 0, (double)(now_ns() - started) / 1e9);
+	note_plan(agent, generation, status, NULL, 0, 0,
+	          (double)(nopfs_clock_now_ns() - started) / 1e9);
 	status = NOPFS_OK;
 out:
 	if (same && job.catalog == agent->job.catalog) { /* still the agent's */

@@ -9,6 +9,7 @@
 
 #include "agent.h"
 #include "team.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 
 /* Prefetch threads per tier: what the PFS and the tier's writes can use. */
@@ -40,17 +41,11 @@ static json_t *live_stats(void *arg)
 
 nopfs_status agent_publish_ready(struct agent *agent)
 {
-	char temporary[4200];
-	FILE *out;
+	char line[64];
+	int length =
+	        snprintf(line, sizeof(line), "%ld %" PRIu32 "\n", (long)getpid(), agent->accepted);
 
-	snprintf(temporary, sizeof(temporary), "%s.tmp", agent->ready_path);
-	out = fopen(temporary, "we");
-	if (!out) {
-		nopfs_error("cannot write '%s': %m", temporary);
-		return NOPFS_ERR_IO;
-	}
-	fprintf(out, "%ld %" PRIu32 "\n", (long)getpid(), agent->accepted);
-	if (fclose(out) != 0 || rename(temporary, agent->ready_path) != 0) {
+	if (nopfs_atomic_write(agent->ready_path, 0644, line, (size_t)length) != NOPFS_OK) {
 		nopfs_error("cannot publish '%s': %m", agent->ready_path);
 		return NOPFS_ERR_IO;
 	}

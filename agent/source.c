@@ -3,6 +3,7 @@
 
 #include "pfs.h"
 #include "source.h"
+#include "common/fdio.h"
 
 /* Where a tier's sample was fetched from by the call that made it present. */
 enum fetch { FETCH_NONE, FETCH_PFS, FETCH_PEER };
@@ -109,7 +110,7 @@ bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64
 /* The copy is in @buffer: write its @size bytes to @fd, if there is one. */
 static nopfs_status deliver(int fd, const void *buffer, uint64_t size)
 {
-	return fd < 0 ? NOPFS_OK : write_all(fd, buffer, size);
+	return fd < 0 ? NOPFS_OK : nopfs_write_all(fd, buffer, size);
 }
 
 /* Copy present @position of @tier, which this call @fetched into @buffer or found there. */

@@ -12,39 +12,23 @@
 #include "agent.h"
 #include "notices.h"
 #include "team.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "peer/peer.h"
 #include "common/readall.h"
-#include "timing.h"
+#include "common/clock.h"
 
 /* Deadline of one remote read: past it, the PFS. */
 #define PEER_TIMEOUT_MS   1000
 #define PEER_GRACE_MAX_MS 30000 /* waited for reads of a plan's RAM tier to end */
 
-/* Write @length bytes to @path atomically (a temporary name, then rename). */
+/* Publish @length bytes at @path for the other agents, atomically. */
 static nopfs_status write_file(const char *path, const void *data, size_t length)
 {
-	char temporary[PATH_MAX + 32];
-	nopfs_status status;
-	int fd;
+	nopfs_status status = nopfs_atomic_write(path, 0644, data, length);
 
-	snprintf(temporary, sizeof(temporary), "%s.%ld.tmp", path, (long)getpid());
-	fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		nopfs_error("cannot share the catalog: cannot create '%s': %m", temporary);
-		return nopfs_status_from_errno(errno);
-	}
-	status = write_all(fd, data, length);
-	if (status == NOPFS_OK && fsync(fd) != 0)
-		status = NOPFS_ERR_IO;
-	close(fd);
-	if (status == NOPFS_OK && rename(temporary, path) != 0)
-		status = nopfs_status_from_errno(errno);
-	if (status != NOPFS_OK) {
-		nopfs_error("cannot share the catalog in '%s': %s", path,
-		            nopfs_status_string(status));
-		unlink(temporary);
-	}
+	if (status != NOPFS_OK)
+		nopfs_error("cannot share the catalog in '%s': %m", path);
 	return status;
 }
 
@@ -339,7 +323,7 @@ static nopfs_status fill_for_peer(void *arg, nopfs_sample_id sample, void *buffe
                                   uint64_t deadline_ns)
 {
 	struct agent *agent = arg;
-	struct timespec deadline = deadline_at_ns(deadline_ns);
+	struct timespec deadline = nopfs_clock_deadline_at_ns(deadline_ns);
 	nopfs_status status;
 
 	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)

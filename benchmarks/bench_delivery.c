@@ -29,14 +29,7 @@
 #include "task/ring.h"
 #include "task/runtime.h"
 #include "plan/sampler.h"
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
+#include "common/clock.h"
 
 /* Read every byte (what a consumer does); the sum keeps it from being optimized out. */
 static uint64_t touch(const void *data, uint64_t size)
@@ -54,7 +47,7 @@ static int wait_files(const struct nopfs_catalog *catalog, const char *stage_dir
                       const uint32_t *stream, uint64_t count)
 {
 	char path[8192], relative[4096], name[300];
-	double deadline = now() + 30;
+	double deadline = nopfs_clock_seconds() + 30;
 
 	for (uint64_t i = 0; i < count; i++) {
 		struct stat st;
@@ -65,7 +58,7 @@ static int wait_files(const struct nopfs_catalog *catalog, const char *stage_dir
 			nopfs_stage_name_for_index(1, stream[i], name, sizeof(name));
 		snprintf(path, sizeof(path), "%s/%s", stage_dir, name);
 		while (stat(path, &st) != 0) {
-			if (now() > deadline) {
+			if (nopfs_clock_seconds() > deadline) {
 				fprintf(stderr, "bench_delivery: %s not staged within 30 s\n",
 				        path);
 				return -1;
@@ -80,7 +73,7 @@ static int wait_files(const struct nopfs_catalog *catalog, const char *stage_dir
 static int wait_ring(const char *stage_dir, const uint32_t *stream, uint64_t count)
 {
 	char path[4096];
-	double deadline = now() + 30;
+	double deadline = nopfs_clock_seconds() + 30;
 	struct stat st;
 	void *ring;
 	int fd;
@@ -104,7 +97,7 @@ static int wait_ring(const char *stage_dir, const uint32_t *stream, uint64_t cou
 				ready = atomic_load(&slot->state) == NOPFS_RING_READY &&
 				        slot->sample == stream[i];
 			}
-			if (!ready && now() > deadline) {
+			if (!ready && nopfs_clock_seconds() > deadline) {
 				fprintf(stderr,
 				        "bench_delivery: sample %" PRIu32 " not in the ring\n",
 				        stream[i]);
@@ -185,7 +178,7 @@ int main(int argc, char **argv)
 
 		if (wait_ring(stage_dir, stream + base, n) != 0)
 			return 1;
-		start = now();
+		start = nopfs_clock_seconds();
 		for (uint64_t i = 0; i < n; i++) {
 			struct nopfs_sample sample;
 
@@ -194,13 +187,13 @@ int main(int argc, char **argv)
 			sum += touch(sample.data, sample.size);
 			nopfs_client_release(client, &sample);
 		}
-		api_time += now() - start;
+		api_time += nopfs_clock_seconds() - start;
 		/* The baseline copies each sample's bytes from its own place in memory. */
 		for (uint64_t i = 0, at = 0; i < n; i++) {
 			memset(arena + at, (int)i, nopfs_catalog_size(catalog, stream[base + i]));
 			at += nopfs_catalog_size(catalog, stream[base + i]);
 		}
-		start = now();
+		start = nopfs_clock_seconds();
 		for (uint64_t i = 0, at = 0; i < n; i++) {
 			uint64_t size = nopfs_catalog_size(catalog, stream[base + i]);
 
@@ -208,7 +201,7 @@ int main(int argc, char **argv)
 			sum += touch(buffer, size);
 			at += size;
 		}
-		memcpy_time += now() - start;
+		memcpy_time += nopfs_clock_seconds() - start;
 	}
 
 	/* Rank 1, epoch 0, through the interposer, against plain files on tmpfs. */
@@ -219,7 +212,7 @@ int main(int argc, char **argv)
 
 		if (wait_files(catalog, stage_dir, stream + base, n) != 0)
 			return 1;
-		start = now();
+		start = nopfs_clock_seconds();
 		for (uint64_t i = 0; i < n; i++) {
 			uint64_t size = nopfs_catalog_size(catalog, stream[base + i]);
 			size_t used = (size_t)snprintf(path, sizeof(path), "%s/", data);
@@ -231,7 +224,7 @@ int main(int argc, char **argv)
 				return 1;
 			}
 		}
-		interposer_time += now() - start;
+		interposer_time += nopfs_clock_seconds() - start;
 		/* The same bytes as plain tmpfs files (written untimed). */
 		for (uint64_t i = 0; i < n; i++) {
 			int fd;
@@ -243,14 +236,14 @@ int main(int argc, char **argv)
 				return 1;
 			close(fd);
 		}
-		start = now();
+		start = nopfs_clock_seconds();
 		for (uint64_t i = 0; i < n; i++) {
 			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
 			if (read_file(copy, buffer, nopfs_catalog_size(catalog, stream[base + i]),
 			              &sum) != 0)
 				return 1;
 		}
-		tmpfs_time += now() - start;
+		tmpfs_time += nopfs_clock_seconds() - start;
 	}
 	for (uint64_t i = 0; i < window && i < count; i++) {
 		snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);

@@ -25,6 +25,7 @@
 
 #include "peer/peer.h"
 #include "peer/peer_pipe.h"
+#include "common/clock.h"
 
 #define PRESENT 1
 #define SIZES   2
@@ -47,14 +48,6 @@ struct arena {
 	uint64_t offsets[SIZES];
 	unsigned char state[SIZES];
 };
-
-static double seconds_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
 
 static int arena_init(struct arena *arena)
 {
@@ -121,9 +114,9 @@ static void *tcp_serve(void *arg)
 	if (fd < 0)
 		return NULL;
 	set_nodelay(fd);
-	while (pipe_read_all(fd, &sample, sizeof(sample)) == 0 && sample < SIZES)
-		if (pipe_write_all(fd, server->arena->ram + server->arena->offsets[sample],
-		                   sizes[sample]))
+	while (nopfs_read_exact(fd, &sample, sizeof(sample)) == NOPFS_OK && sample < SIZES)
+		if (nopfs_write_all(fd, server->arena->ram + server->arena->offsets[sample],
+		                    sizes[sample]))
 			break;
 	close(fd);
 	return NULL;
@@ -183,7 +176,7 @@ static void __attribute__((noreturn)) server_main(int to_client, int from_client
 	if (!plane || server.listener < 0 || pthread_create(&thread, NULL, tcp_serve, &server))
 		_exit(3);
 	if (pipe_send_record(to_client, plane) || pipe_receive_record(from_client, plane, 0) ||
-	    pipe_write_all(to_client, &port, sizeof(port)))
+	    nopfs_write_all(to_client, &port, sizeof(port)))
 		_exit(4);
 	while (read(from_client, &byte, 1) > 0)
 		;
@@ -213,8 +206,8 @@ static int run_once(struct client *client, enum method method, int s)
 		return peer_plane_fetch(client->plane, 1, sample, client->dest, sizes[s]) !=
 		       NOPFS_OK;
 	default:
-		return pipe_write_all(client->tcp, &sample, sizeof(sample)) ||
-		       pipe_read_all(client->tcp, client->dest, sizes[s]);
+		return nopfs_write_all(client->tcp, &sample, sizeof(sample)) ||
+		       nopfs_read_exact(client->tcp, client->dest, sizes[s]);
 	}
 }
 
@@ -227,12 +220,12 @@ static double measure(struct client *client, enum method method, int s, double s
 	for (int i = 0; i < 3; i++) /* warm up */
 		if (run_once(client, method, s))
 			return -1;
-	start = seconds_now();
+	start = nopfs_clock_seconds();
 	do {
 		if (run_once(client, method, s))
 			return -1;
 		count++;
-		elapsed = seconds_now() - start;
+		elapsed = nopfs_clock_seconds() - start;
 	} while (elapsed < seconds || count < 5);
 	return count * sizes[s] / elapsed / 1e6;
 }
@@ -279,7 +272,7 @@ static int run_configuration(double seconds, struct figures *figures)
 	client.dest = malloc(sizes[SIZES - 1]);
 	client.plane = plane_create(0, NULL);
 	if (!client.dest || !client.plane || pipe_receive_record(up[0], client.plane, 1) ||
-	    pipe_send_record(down[1], client.plane) || pipe_read_all(up[0], &port, sizeof(port)))
+	    pipe_send_record(down[1], client.plane) || nopfs_read_exact(up[0], &port, sizeof(port)))
 		goto out;
 	client.tcp = tcp_connect(port);
 	if (client.tcp < 0)
@@ -329,10 +322,10 @@ static int measure_with(const char *segment, double seconds, struct figures *fig
 			unsetenv("UCX_TCP_RX_SEG_SIZE");
 		}
 		_exit(run_configuration(seconds, figures) ||
-		      pipe_write_all(fds[1], figures, sizeof(*figures)));
+		      nopfs_write_all(fds[1], figures, sizeof(*figures)));
 	}
 	close(fds[1]);
-	if (pid < 0 || pipe_read_all(fds[0], figures, sizeof(*figures))) {
+	if (pid < 0 || nopfs_read_exact(fds[0], figures, sizeof(*figures))) {
 		close(fds[0]);
 		if (pid > 0)
 			waitpid(pid, &wstatus, 0);

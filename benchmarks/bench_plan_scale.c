@@ -21,6 +21,7 @@
 #include "plan/placement.h"
 #include "plan/sampler.h"
 #include "plan/synthetic.h"
+#include "common/clock.h"
 
 struct scale_case {
 	const char *name;
@@ -35,14 +36,6 @@ struct scale_result {
 	uint64_t peak_kib, covered, kept_on_node;
 	int ok;
 };
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 static uint64_t peak_rss_kib(void)
 {
@@ -66,7 +59,7 @@ static double time_first_streams(const struct nopfs_sampler *sampler,
 	uint64_t per_rank = nopfs_sampler_per_rank(sampler);
 	uint32_t *perm = malloc(sampler->count * sizeof(*perm));
 	uint32_t *stream = malloc(per_rank * sizeof(*stream));
-	double start = now(), seconds;
+	double start = nopfs_clock_seconds(), seconds;
 
 	if (!perm || !stream) {
 		free(perm);
@@ -77,7 +70,7 @@ static double time_first_streams(const struct nopfs_sampler *sampler,
 	for (uint32_t r = 0; r < layout->world_size; r++)
 		if (layout->node_of_rank[r] == node)
 			nopfs_sampler_rank_stream(sampler, perm, r, stream);
-	seconds = now() - start;
+	seconds = nopfs_clock_seconds() - start;
 	free(stream);
 	free(perm);
 	return seconds;
@@ -124,10 +117,10 @@ static void run_case(const struct scale_case *c, unsigned int threads, struct sc
 		.threads = threads,
 	};
 	out->stream_seconds = time_first_streams(&input.sampler, layout, 0);
-	start = now();
+	start = nopfs_clock_seconds();
 	if (nopfs_placement_compute(&input, 0, &placement) != NOPFS_OK)
 		goto out_free;
-	out->plan_seconds = now() - start;
+	out->plan_seconds = nopfs_clock_seconds() - start;
 	out->peak_kib = peak_rss_kib();
 	for (uint64_t k = 0; k < c->samples; k++) {
 		out->covered += nopfs_placement_locate(placement, k, NULL, NULL);

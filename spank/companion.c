@@ -106,11 +106,6 @@ static long find_node(char *const *nodes, unsigned int count, const char *name, 
 	return -1;
 }
 
-/* The library's messages are not for the user here: the reason goes in @why. */
-static void drop_message(nopfs_log_level level, const char *message, void *arg)
-{
-}
-
 /* @counts[i]: the step's tasks on agent node i (see companion_step_tasks()). */
 static int place_tasks(char *const *agent_nodes, unsigned int agent_count, char *const *step_nodes,
                        unsigned int step_count, const char *tasks_per_node, uint32_t *counts,
@@ -121,9 +116,9 @@ static int place_tasks(char *const *agent_nodes, unsigned int agent_count, char 
 	nopfs_status status;
 	int rc = 0;
 
-	nopfs_log_set_sink(drop_message, NULL, NOPFS_LOG_ERROR);
+	nopfs_log_hold(); /* @why says it, in the caller's message */
 	status = nopfs_layout_parse_tasks(tasks_per_node, &step_counts, &listed);
-	nopfs_log_set_sink(NULL, NULL, NOPFS_LOG_INFO);
+	nopfs_log_release();
 	if (status != NOPFS_OK || listed != step_count) {
 		snprintf(why, why_size, "its tasks per node '%s' do not fit its %u nodes",
 		         tasks_per_node, step_count);

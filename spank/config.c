@@ -83,26 +83,24 @@ static int parse_percent(struct spank_config *config, const struct config_key *k
 	return 0;
 }
 
-static void quiet_sink(nopfs_log_level level, const char *message, void *arg)
-{
-	struct spank_config *config = arg;
-
-	if (level == NOPFS_LOG_ERROR && config->error[0] == '\0')
-		snprintf(config->error, sizeof(config->error), "plugstack.conf: %.400s", message);
-}
-
 static int parse_tiers(struct spank_config *config, const struct config_key *key, const char *value)
 {
 	struct nopfs_tier_list list = { 0 };
 	nopfs_status status;
+	const char *held;
 
 	if (strlen(value) >= sizeof(config->tiers))
 		return fail(config, key, value);
-	nopfs_log_set_sink(quiet_sink, config, NOPFS_LOG_ERROR);
+	/* held: shown only to users of nopfs, with the other plugstack.conf errors */
+	nopfs_log_hold();
 	status = nopfs_tierspec_parse(value, "tiers", false, &list);
-	nopfs_log_set_sink(NULL, NULL, NOPFS_LOG_INFO);
-	if (status != NOPFS_OK)
+	held = nopfs_log_release();
+	if (status != NOPFS_OK) {
+		if (config->error[0] == '\0')
+			snprintf(config->error, sizeof(config->error), "plugstack.conf: %.400s",
+			         held);
 		return -1;
+	}
 	strcpy(config->tiers, value);
 	return 0;
 }

@@ -26,7 +26,12 @@ spank_spank_nopfs_la_SOURCES = \
 	lib/common/log.c \
 	lib/common/log.h \
 	lib/common/status.c \
-	lib/common/status.h
+	lib/common/status.h \
+	lib/common/fdio.c \
+	lib/common/fdio.h \
+	lib/common/atomic_file.c \
+	lib/common/clock.h \
+	lib/common/atomic_file.h
 spank_spank_nopfs_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DNOPFS_BINDIR='"$(bindir)"' \
 	-DNOPFS_PRELOAD='"$(libdir)/libnopfs_preload.so"'

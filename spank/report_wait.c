@@ -17,16 +17,9 @@
 
 #include "launch.h"
 #include "plugin.h"
+#include "common/clock.h"
 
 #define TOOL_SECONDS 20
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* Has the companion srun exited? (reaps it) */
 static bool companion_done(void)
@@ -42,7 +35,7 @@ static bool companion_done(void)
 /* Run nopfs-report with @argv (its output on our stderr), bounded. */
 static int run_tool(char **argv)
 {
-	double deadline = now() + TOOL_SECONDS;
+	double deadline = nopfs_clock_seconds() + TOOL_SECONDS;
 	int status = 0;
 	pid_t pid = fork();
 
@@ -61,7 +54,7 @@ static int run_tool(char **argv)
 		_exit(127);
 	}
 	while (waitpid(pid, &status, WNOHANG) == 0) {
-		if (now() > deadline) {
+		if (nopfs_clock_seconds() > deadline) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
 			return -1;
@@ -129,7 +122,7 @@ void report_print(spank_t sp)
 	const char *report = nopfs_request.report;
 	char tool[PATH_MAX + 16];
 	char *argv[3];
-	double deadline = now() + nopfs_config.report_wait;
+	double deadline = nopfs_clock_seconds() + nopfs_config.report_wait;
 	bool shown;
 
 	if (!nopfs_launch.started || !nopfs_launch.owns_allocation || !report[0])
@@ -138,7 +131,8 @@ void report_print(spank_t sp)
 	/* without a companion of ours (salloc), only the deadline ends the wait */
 	bool own = nopfs_launch.companion > 0;
 
-	while (access(report, F_OK) != 0 && now() < deadline && !(own && companion_done()))
+	while (access(report, F_OK) != 0 && nopfs_clock_seconds() < deadline &&
+	       !(own && companion_done()))
 		usleep(50000);
 	if (access(report, F_OK) == 0) { /* node 0's agent merged it */
 		argv[0] = tool;

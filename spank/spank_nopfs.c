@@ -1,6 +1,7 @@
 /*
  * spank_nopfs: Slurm's hooks, each handed to the module of its context.
- *   init            every context: plugstack.conf arguments, the options
+ *   init            every context: the log sink, plugstack.conf arguments, the
+ *                   options
  *   init_post_opt   srun/sbatch/salloc: environment equivalents, checks
  *   local_user_init srun: start or reuse the job's agent step
  *   user_init       slurmstepd: at a batch job's start, start its agent step;
@@ -14,6 +15,7 @@
  */
 #include <stdlib.h>
 
+#include "common/log.h"
 #include "launch.h"
 #include "plugin.h"
 
@@ -21,10 +23,24 @@ SPANK_PLUGIN(nopfs, 1);
 
 struct spank_config nopfs_config;
 
+/* The libraries' messages (common/log.h) go to Slurm's log, "nopfs: ..." */
+static void slurm_sink(nopfs_log_level level, const char *message, void *arg)
+{
+	if (level == NOPFS_LOG_ERROR)
+		user_error("%s", message);
+	else if (level == NOPFS_LOG_WARNING)
+		user_info("warning: %s", message);
+	else if (level == NOPFS_LOG_INFO)
+		user_info("%s", message);
+	else
+		slurm_debug(PLUGIN_NAME ": %s", message);
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	spank_context_t context = spank_context();
 
+	nopfs_log_set_sink(slurm_sink, NULL, NOPFS_LOG_DEBUG);
 	config_parse(&nopfs_config, ac, av);
 	if (context == S_CTX_LOCAL)
 		nopfs_launch.owns_allocation = getenv("SLURM_JOB_ID") == NULL;

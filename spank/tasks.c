@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "common/atomic_file.h"
 #include "task/runtime.h"
 
 /*
@@ -108,25 +109,19 @@ static int parse_plan(char *plan, unsigned long long *generation, char **argumen
  * /tmp/nopfs-JOB/step-GEN: @arguments, one a line, each line ending in
  * '\n'. Written aside and renamed, so that the agent never reads half of it.
  */
+static int write_arguments(int fd, void *arguments)
+{
+	return dprintf(fd, "%s\n", (const char *)arguments) < 0 ? -1 : 0;
+}
+
 static int write_step_file(unsigned int job, unsigned long long generation, const char *arguments)
 {
-	char path[96], temporary[112];
-	bool written;
-	int fd, saved;
+	char path[96];
 
 	snprintf(path, sizeof(path), "/tmp/nopfs-%u/step-%llu", job, generation);
-	snprintf(temporary, sizeof(temporary), "%s.tmp", path);
-	fd = open(temporary, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -1;
-	written = dprintf(fd, "%s\n", arguments) >= 0;
-	written = close(fd) == 0 && written;
-	if (written && rename(temporary, path) == 0)
-		return 0;
-	saved = errno;
-	unlink(temporary);
-	errno = saved;
-	return -1;
+	return nopfs_atomic_write_with(path, 0600, write_arguments, (void *)arguments) == NOPFS_OK
+	               ? 0
+	               : -1;
 }
 
 struct agent_pid {

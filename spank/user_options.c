@@ -178,21 +178,13 @@ static int check_index(const char *what, const char *value, char *index, size_t 
 	return 0;
 }
 
-static void tier_error_sink(nopfs_log_level level, const char *message, void *arg)
-{
-	if (level == NOPFS_LOG_ERROR)
-		user_error("%s", message);
-}
-
 /* A tier list as the agent takes it; "ssd:SIZE" needs the admin's ssd_base. */
 static int check_tiers(const char *what, const char *value, struct nopfs_tier_list *list)
 {
 	nopfs_status status;
 
 	memset(list, 0, sizeof(*list));
-	nopfs_log_set_sink(tier_error_sink, NULL, NOPFS_LOG_ERROR);
-	status = nopfs_tierspec_parse(value, what, false, list);
-	nopfs_log_set_sink(NULL, NULL, NOPFS_LOG_INFO);
+	status = nopfs_tierspec_parse(value, what, false, list); /* logs what is wrong */
 	if (status != NOPFS_OK)
 		return -1;
 	for (unsigned int i = 0; i < list->count; i++) {

@@ -10,7 +10,7 @@
 
 #include "common/log.h"
 #include "peer_internal.h"
-#include "timing.h"
+#include "common/clock.h"
 
 /* The node numbered @index, NULL if never connected. */
 struct peer_node *peer_node_find(struct peer_plane *plane, uint32_t index)
@@ -213,7 +213,7 @@ static void node_retire_locked(struct peer_plane *plane, struct peer_node *node,
 	struct peer_conn *conn = node->conn;
 
 	node->conn = NULL;
-	node->down_until = now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
+	node->down_until = nopfs_clock_now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
 	if (reason != NOPFS_OK)
 		atomic_store(&node->lost, true);
 	conn->closed = true;
@@ -259,14 +259,14 @@ nopfs_status peer_node_acquire(struct peer_plane *plane, struct peer_node *node,
 	if (node->conn && atomic_load(&node->conn->failed))
 		node_retire_locked(plane, node, NOPFS_ERR_IO);
 	if (!node->conn) {
-		if (now_ns() < node->down_until) {
+		if (nopfs_clock_now_ns() < node->down_until) {
 			nopfs_debug("node %u: down, not contacted", node->index);
 			status = NOPFS_ERR_IO;
 		} else {
 			status = conn_create(plane, node, &node->conn);
 			if (status != NOPFS_OK)
-				node->down_until =
-				        now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
+				node->down_until = nopfs_clock_now_ns() +
+				                   (uint64_t)plane->config.timeout_ms * 1000000u;
 		}
 	}
 	if (status == NOPFS_OK) {
@@ -422,7 +422,7 @@ nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
  */
 static void nodes_flush(struct peer_plane *plane)
 {
-	uint64_t deadline = now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
+	uint64_t deadline = nopfs_clock_now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
 	ucs_status_ptr_t *flushes = calloc(plane->node_slots, sizeof(*flushes));
 	ucp_request_param_t param = { .op_attr_mask = 0 };
 	bool busy;
@@ -448,7 +448,7 @@ static void nodes_flush(struct peer_plane *plane)
 			ucp_request_free(flushes[i]);
 			flushes[i] = NULL;
 		}
-	} while (busy && now_ns() < deadline);
+	} while (busy && nopfs_clock_now_ns() < deadline);
 	for (uint32_t i = 0; i < plane->node_slots; i++)
 		if (UCS_PTR_IS_PTR(flushes[i]))
 			ucp_request_free(flushes[i]); /* completed by the close */

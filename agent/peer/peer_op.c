@@ -14,7 +14,7 @@
 
 #include "common/log.h"
 #include "peer_internal.h"
-#include "timing.h"
+#include "common/clock.h"
 
 /* How long a waiting caller progresses the worker itself before sleeping. */
 #define PEER_SPIN_NS 200000u
@@ -36,7 +36,7 @@ struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn,
 		nopfs_error("node %u: no memory for an operation", conn->node->index);
 		return NULL;
 	}
-	if (pthread_mutex_init(&op->lock, NULL) != 0 || cond_init_monotonic(&op->done) != 0) {
+	if (pthread_mutex_init(&op->lock, NULL) != 0 || nopfs_clock_cond_init(&op->done) != 0) {
 		nopfs_error("node %u: cannot initialize an operation's lock", conn->node->index);
 		free(op);
 		return NULL;
@@ -44,7 +44,7 @@ struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn,
 	op->plane = plane;
 	op->conn = conn;
 	op->deadline_ms = peer_deadline_ms(&plane->config, size);
-	op->deadline = now_ns() + (uint64_t)op->deadline_ms * 1000000u;
+	op->deadline = nopfs_clock_now_ns() + (uint64_t)op->deadline_ms * 1000000u;
 	return op;
 }
 
@@ -158,19 +158,19 @@ static bool op_is_idle(struct peer_op *op)
  */
 static void op_spin(struct peer_op *op)
 {
-	uint64_t until = now_ns() + PEER_SPIN_NS;
+	uint64_t until = nopfs_clock_now_ns() + PEER_SPIN_NS;
 
 	do {
 		ucp_worker_progress(op->plane->worker);
 		if (op_is_idle(op))
 			return;
-	} while (now_ns() < until);
+	} while (nopfs_clock_now_ns() < until);
 }
 
 /* Wait until no unit is left or @deadline (monotonic ns); true if none is. */
 static bool op_wait_until(struct peer_op *op, uint64_t deadline)
 {
-	struct timespec at = deadline_at_ns(deadline);
+	struct timespec at = nopfs_clock_deadline_at_ns(deadline);
 	bool idle;
 
 	pthread_mutex_lock(&op->lock);
@@ -217,7 +217,8 @@ nopfs_status peer_op_wait(struct peer_op *op, const char *what,
 	if (on_deadline)
 		on_deadline(op);
 	peer_conn_retire(plane, op->conn, NOPFS_ERR_TIMEOUT);
-	if (!op_wait_until(op, now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u))
+	if (!op_wait_until(op,
+	                   nopfs_clock_now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u))
 		nopfs_error("node %u: UCX did not complete a %s after its endpoint was closed; "
 		            "abandoning it",
 		            op->conn->node->index, what);

@@ -7,34 +7,6 @@
 
 #include "peer_pipe.h"
 
-int pipe_write_all(int fd, const void *data, size_t length)
-{
-	for (size_t done = 0; done < length;) {
-		ssize_t n = write(fd, (const char *)data + done, length - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
-int pipe_read_all(int fd, void *data, size_t length)
-{
-	for (size_t done = 0; done < length;) {
-		ssize_t n = read(fd, (char *)data + done, length - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 int pipe_send_record(int fd, struct peer_plane *plane)
 {
 	void *packed;
@@ -43,7 +15,7 @@ int pipe_send_record(int fd, struct peer_plane *plane)
 
 	if (peer_record_pack(peer_plane_local_record(plane), &packed, &length) != NOPFS_OK)
 		return -1;
-	rc = pipe_write_all(fd, &length, sizeof(length)) || pipe_write_all(fd, packed, length);
+	rc = nopfs_write_all(fd, &length, sizeof(length)) || nopfs_write_all(fd, packed, length);
 	free(packed);
 	return rc ? -1 : 0;
 }
@@ -54,8 +26,8 @@ int pipe_receive_record(int fd, struct peer_plane *plane, uint32_t node)
 	unsigned char packed[4096];
 	size_t length;
 
-	if (pipe_read_all(fd, &length, sizeof(length)) || length > sizeof(packed) ||
-	    pipe_read_all(fd, packed, length) ||
+	if (nopfs_read_exact(fd, &length, sizeof(length)) || length > sizeof(packed) ||
+	    nopfs_read_exact(fd, packed, length) ||
 	    peer_record_unpack(packed, length, &record) != NOPFS_OK)
 		return -1;
 	return peer_plane_connect(plane, node, &record) == NOPFS_OK ? 0 : -1;

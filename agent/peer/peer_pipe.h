@@ -9,11 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/fdio.h"
 #include "peer.h"
-
-/* Write or read exactly @length bytes (EINTR retried); 0, or -1 on error or EOF. */
-int pipe_write_all(int fd, const void *data, size_t length);
-int pipe_read_all(int fd, void *data, size_t length);
 
 /* Send @plane's record; receive the record of @node and connect @plane to it. */
 int pipe_send_record(int fd, struct peer_plane *plane);

@@ -15,7 +15,7 @@
 
 #include "common/log.h"
 #include "peer_internal.h"
-#include "timing.h"
+#include "common/clock.h"
 
 #define PEER_REPLY_SPARES 4
 #define PEER_DEFERRED_MAX 1024 /* more waiting: answered "not available" */
@@ -132,7 +132,7 @@ static bool defer(struct peer_plane *plane, const struct peer_request *request)
 		.sample = (nopfs_sample_id)request->sample,
 		.size = request->size,
 		/* three quarters of the asker's deadline: room for the answer */
-		.answer_by = now_ns() +
+		.answer_by = nopfs_clock_now_ns() +
 		             (uint64_t)peer_deadline_ms(&plane->config, request->size) * 750000u,
 		.asker = request->asker,
 		.generation = request->generation,
@@ -244,7 +244,7 @@ static void answer_deferred(struct peer_plane *plane, const struct peer_deferred
 		.answer = PEER_ANSWER_NOT_AVAILABLE,
 		.owner = plane->config.node,
 	};
-	if (is_serving(plane, deferred->generation) && now_ns() < deferred->answer_by &&
+	if (is_serving(plane, deferred->generation) && nopfs_clock_now_ns() < deferred->answer_by &&
 	    plane->config.fill(plane->config.serve_arg, deferred->sample, reply->data,
 	                       deferred->size, deferred->answer_by) == NOPFS_OK) {
 		reply->header.answer = PEER_ANSWER_BYTES;

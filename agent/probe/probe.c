@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "probe_internal.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #define PROBE_IO_MAX    (UINT64_C(16) << 20)
@@ -21,7 +22,7 @@
 static void phase_begin(struct probe_phase *phase, double end, unsigned int weight,
                         unsigned int *shares, unsigned int measurements)
 {
-	double now = probe_now();
+	double now = nopfs_clock_seconds();
 	double left = end > now ? end - now : 0;
 
 	phase->end = now + left * weight / *shares;
@@ -33,7 +34,7 @@ static void phase_begin(struct probe_phase *phase, double end, unsigned int weig
 static void phase_done(const char *name, const struct probe_phase *phase, double start)
 {
 	nopfs_debug("probe: %s done at %.3f s, its time box ended at %.3f s", name,
-	            probe_now() - start, phase->end - start);
+	            nopfs_clock_seconds() - start, phase->end - start);
 }
 
 static nopfs_status check_config(const struct probe_config *config)
@@ -141,7 +142,7 @@ static unsigned int knee(const struct nopfs_curve *curve, unsigned int max)
 static nopfs_status measure(const struct probe_config *config, const struct probe_plan *plan,
                             struct probe_result *result)
 {
-	double start = probe_now();
+	double start = nopfs_clock_seconds();
 	double end = start + config->budget_seconds * (1 - PROBE_RESERVE);
 	unsigned int shares = RAM_SHARES + SSD_SHARES * result->ssd_count;
 	struct probe_closer closer = { .closing = NULL };
@@ -188,7 +189,7 @@ out_close:
 	probe_closer_finish(&closer, start + config->budget_seconds);
 	if (status)
 		return status;
-	result->seconds = probe_now() - start;
+	result->seconds = nopfs_clock_seconds() - start;
 	nopfs_info("probe took %.2f s (budget %.2f s)", result->seconds, config->budget_seconds);
 	return NOPFS_OK;
 }

@@ -19,7 +19,10 @@
 #include <unistd.h>
 
 #include "probe_internal.h"
+#include "common/atomic_file.h"
+#include "common/dirs.h"
 #include "common/log.h"
+#include "common/clock.h"
 
 #define CACHE_VERSION 1
 #define FNV_INIT      UINT64_C(0xcbf29ce484222325)
@@ -64,14 +67,6 @@ static char *cache_path(const char *dir, const json_t *key)
 	return path;
 }
 
-static double wall_now(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
 /* The cache file parsed, or NULL (quietly when there is none). */
 static json_t *cache_read(const char *path)
 {
@@ -85,8 +80,7 @@ static json_t *cache_read(const char *path)
 		if (errno == ENOENT)
 			nopfs_debug("no probe cache '%s' yet", path);
 		else
-			nopfs_warning("cannot open probe cache '%s': %m; measuring again",
-			              path);
+			nopfs_warning("cannot open probe cache '%s': %m; measuring again", path);
 		return NULL;
 	}
 	if (fstat(fd, &st) != 0) {
@@ -100,8 +94,8 @@ static json_t *cache_read(const char *path)
 	}
 	root = json_loadfd(fd, 0, &error);
 	if (!root)
-		nopfs_warning("probe cache '%s' is corrupt (line %d: %s); measuring again",
-		              path, error.line, error.text);
+		nopfs_warning("probe cache '%s' is corrupt (line %d: %s); measuring again", path,
+		              error.line, error.text);
 	close(fd);
 	return root;
 
@@ -147,10 +141,11 @@ bool probe_cache_load(const char *dir, const json_t *key, double max_age,
 		snprintf(why, sizeof(why), "not a version %d probe cache", CACHE_VERSION);
 	} else if (!json_equal(stored_key, (json_t *)key)) {
 		snprintf(why, sizeof(why), "made for another host, tier directories or dataset");
-	} else if (!(wall_now() - timestamp >= 0 && wall_now() - timestamp < max_age)) {
+	} else if (!(nopfs_clock_wall_seconds() - timestamp >= 0 &&
+	             nopfs_clock_wall_seconds() - timestamp < max_age)) {
 		/* Too old, or from the future (a clock set back): quietly stale. */
-		nopfs_info("probe cache '%s' is %.0f s old (at most %.0f s); measuring again",
-		           path, wall_now() - timestamp, max_age);
+		nopfs_info("probe cache '%s' is %.0f s old (at most %.0f s); measuring again", path,
+		           nopfs_clock_wall_seconds() - timestamp, max_age);
 	} else if (probe_from_json(stored, plan->max_threads, &loaded, why, sizeof(why))) {
 		if (same_shape(&loaded, result, plan))
 			used = true;
@@ -158,8 +153,7 @@ bool probe_cache_load(const char *dir, const json_t *key, double max_age,
 			snprintf(why, sizeof(why), "its tiers do not match its key");
 	}
 	if (why[0])
-		nopfs_warning("probe cache '%s' cannot be used (%s); measuring again", path,
-		              why);
+		nopfs_warning("probe cache '%s' cannot be used (%s); measuring again", path, why);
 	if (used) {
 		loaded.from_cache = true;
 		loaded.seconds = 0;
@@ -173,66 +167,19 @@ out_free_path:
 	return used;
 }
 
-/* mkdir -p @path, creating missing directories 0700. */
-static bool make_dirs(const char *path)
-{
-	char *copy = strdup(path), *slash;
-	struct stat st;
-	bool made;
-
-	if (!copy)
-		return false;
-	for (slash = strchr(copy + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(copy, 0700) != 0 && errno != EEXIST)
-			break;
-		*slash = '/';
-	}
-	made = (mkdir(copy, 0700) == 0 || errno == EEXIST) && stat(copy, &st) == 0 &&
-	       S_ISDIR(st.st_mode);
-	if (!made && errno == EEXIST)
-		errno = ENOTDIR;
-	free(copy);
-	return made;
-}
-
-/* Write @root to @path through a temporary file; false with errno on failure. */
+/* Write @root to @path atomically; false with errno on failure. */
 static bool write_atomically(const char *path, const json_t *root)
 {
-	size_t length = strlen(path) + sizeof(".XXXXXX");
-	char *temporary = malloc(length);
-	bool written = false;
-	int fd, err;
+	char *text = json_dumps(root, JSON_INDENT(1) | JSON_SORT_KEYS);
+	nopfs_status status;
 
-	if (!temporary)
+	if (!text) {
+		errno = ENOMEM;
 		return false;
-	snprintf(temporary, length, "%s.XXXXXX", path);
-	fd = mkostemp(temporary, O_CLOEXEC);
-	if (fd < 0)
-		goto out_free_temporary;
-	if (json_dumpfd(root, fd, JSON_INDENT(1) | JSON_SORT_KEYS) != 0) {
-		close(fd);
-		errno = EIO;
-		goto out_unlink;
 	}
-	if (fsync(fd) != 0) {
-		err = errno;
-		close(fd);
-		errno = err;
-		goto out_unlink;
-	}
-	if (close(fd) != 0 || rename(temporary, path) != 0)
-		goto out_unlink;
-	written = true;
-	goto out_free_temporary;
-
-out_unlink:
-	err = errno;
-	unlink(temporary);
-	errno = err;
-out_free_temporary:
-	free(temporary);
-	return written;
+	status = nopfs_atomic_write(path, 0600, text, strlen(text));
+	free(text);
+	return status == NOPFS_OK;
 }
 
 void probe_cache_store(const char *dir, const json_t *key, const struct probe_result *result)
@@ -240,13 +187,14 @@ void probe_cache_store(const char *dir, const json_t *key, const struct probe_re
 	char *path;
 	json_t *root;
 
-	if (!make_dirs(dir)) {
+	if (nopfs_dir_make(dir, 0700) != NOPFS_OK) {
 		nopfs_warning("cannot create probe cache directory '%s': %m; not caching", dir);
 		return;
 	}
 	path = cache_path(dir, key);
-	root = json_pack("{s:i, s:f, s:O, s:o}", "version", CACHE_VERSION, "timestamp", wall_now(),
-	                 "key", (json_t *)key, "result", probe_to_json(result));
+	root = json_pack("{s:i, s:f, s:O, s:o}", "version", CACHE_VERSION, "timestamp",
+	                 nopfs_clock_wall_seconds(), "key", (json_t *)key, "result",
+	                 probe_to_json(result));
 	if (!path || !root) {
 		nopfs_warning("probe cache in '%s': out of memory; not caching", dir);
 		goto out_free;

@@ -14,6 +14,7 @@
 
 #include "probe_internal.h"
 #include "common/log.h"
+#include "common/clock.h"
 
 /* What the thread works on; freed by the last of it and probe_run(). */
 struct probe_closing {
@@ -71,23 +72,6 @@ void probe_closer_start(struct probe_closer *closer)
 	close_all(closer->fds, &closer->count);
 }
 
-/* pthread_timedjoin_np() takes a CLOCK_REALTIME time. */
-static struct timespec realtime_at(double deadline)
-{
-	double wait = deadline - probe_now();
-	struct timespec at;
-	long nanoseconds;
-
-	clock_gettime(CLOCK_REALTIME, &at);
-	if (wait <= 0)
-		return at;
-	at.tv_sec += (time_t)wait;
-	nanoseconds = at.tv_nsec + (long)((wait - (double)(time_t)wait) * 1e9);
-	at.tv_sec += nanoseconds / 1000000000L;
-	at.tv_nsec = nanoseconds % 1000000000L;
-	return at;
-}
-
 void probe_closer_finish(struct probe_closer *closer, double deadline)
 {
 	struct probe_closing *closing = closer->closing;
@@ -97,7 +81,7 @@ void probe_closer_finish(struct probe_closer *closer, double deadline)
 	if (!closing)
 		return;
 	closer->closing = NULL;
-	at = realtime_at(deadline);
+	at = nopfs_clock_wall_deadline_after(deadline - nopfs_clock_seconds());
 	if (pthread_timedjoin_np(closer->thread, NULL, &at) == 0) {
 		free(closing);
 		return;

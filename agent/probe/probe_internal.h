@@ -77,9 +77,6 @@ void probe_closer_start(struct probe_closer *closer);
  */
 void probe_closer_finish(struct probe_closer *closer, double deadline);
 
-/* CLOCK_MONOTONIC in seconds. */
-double probe_now(void);
-
 /* The deadline of @phase's next measurement: an equal share of what is left. */
 double probe_phase_next(struct probe_phase *phase);
 

@@ -16,6 +16,7 @@
 #include "probe_internal.h"
 #include "common/log.h"
 #include "common/parallel.h"
+#include "common/clock.h"
 
 #define RAM_POOL_MAX  (UINT64_C(128) << 20) /* source and destination each */
 #define RAM_POOL_MIN  (UINT64_C(8) << 20)
@@ -116,7 +117,7 @@ static void jobs_split(struct ram_job *jobs, unsigned int threads, char *source,
 nopfs_status probe_ram_measure(const struct probe_plan *plan, struct probe_phase *phase,
                                struct nopfs_curve *copy)
 {
-	size_t length = pool_length(phase->end - probe_now());
+	size_t length = pool_length(phase->end - nopfs_clock_seconds());
 	struct nopfs_curve curve = { 0 };
 	char *source, *destination;
 	struct ram_job *jobs;

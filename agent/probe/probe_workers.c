@@ -6,22 +6,14 @@
 #include "config.h"
 
 #include <errno.h>
-#include <time.h>
 
 #include "probe_internal.h"
+#include "common/clock.h"
 #include "common/parallel.h"
-
-double probe_now(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
 
 double probe_phase_next(struct probe_phase *phase)
 {
-	double now = probe_now();
+	double now = nopfs_clock_seconds();
 	double left = phase->end > now ? phase->end - now : 0;
 	unsigned int share = phase->measurements ? phase->measurements : 1;
 	double slice = left / share;
@@ -34,7 +26,7 @@ double probe_phase_next(struct probe_phase *phase)
 bool probe_worker_continues(struct probe_worker *worker)
 {
 	return !atomic_load_explicit(worker->stop, memory_order_relaxed) &&
-	       probe_now() < worker->deadline;
+	       nopfs_clock_seconds() < worker->deadline;
 }
 
 void probe_worker_fail(struct probe_worker *worker, int error)
@@ -59,9 +51,9 @@ int probe_workers_run(void (*work)(void *job), void *jobs, size_t job_size, unsi
 		worker->error = 0;
 		worker->stop = &stop;
 	}
-	start = probe_now();
+	start = nopfs_clock_seconds();
 	nopfs_parallel_run(work, jobs, job_size, threads);
-	elapsed = probe_now() - start;
+	elapsed = nopfs_clock_seconds() - start;
 	for (unsigned int i = 0; i < threads; i++) {
 		struct probe_worker *worker = (void *)((char *)jobs + i * job_size);
 

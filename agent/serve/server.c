@@ -13,7 +13,7 @@
 
 #include "common/log.h"
 #include "server.h"
-#include "timing.h"
+#include "common/clock.h"
 #include "task/wire.h"
 
 /* Time a task may take to send the rest of a message it started. */
@@ -65,7 +65,7 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	const struct job *job = server->stage->job;
 	struct nopfs_wire_message reply = { .type = NOPFS_WIRE_SAMPLE,
 		                            .request_id = m->request_id };
-	uint64_t started = now_ns(), waited;
+	uint64_t started = nopfs_clock_now_ns(), waited;
 	nopfs_wire_source source;
 	nopfs_sample_id sample;
 	nopfs_status status;
@@ -83,7 +83,7 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	status = c->sample_buffer ? stage_request(server->stage, rank, sample, c->sample_buffer,
 	                                          &fd, &source)
 	                          : NOPFS_ERR_NOMEM;
-	waited = now_ns() - started;
+	waited = nopfs_clock_now_ns() - started;
 	atomic_fetch_add(&server->stats->stall_ns, waited);
 	agent_max(&server->stats->stall_max_ns, waited);
 	if (status != NOPFS_OK) {

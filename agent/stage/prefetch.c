@@ -6,7 +6,7 @@
 
 #include "common/log.h"
 #include "prefetch.h"
-#include "timing.h"
+#include "common/clock.h"
 
 struct prefetch_worker {
 	struct prefetch *prefetch;
@@ -83,7 +83,7 @@ static void *prefetch_main(void *arg)
 	free(deferred);
 	free(buffer);
 	if (atomic_fetch_sub(&prefetch->running, 1) == 1)
-		atomic_store(&prefetch->finished_ns, now_ns());
+		atomic_store(&prefetch->finished_ns, nopfs_clock_now_ns());
 	return NULL;
 }
 
@@ -95,7 +95,7 @@ nopfs_status prefetch_start(struct prefetch *prefetch, struct source *source, ui
 	memset(prefetch, 0, sizeof(*prefetch));
 	prefetch->source = source;
 	prefetch->buffer_size = buffer_size;
-	prefetch->started_ns = now_ns();
+	prefetch->started_ns = nopfs_clock_now_ns();
 	for (unsigned int t = 0; t < tiers->count; t++)
 		total += tiers->tier[t].count ? tiers->tier[t].threads : 0;
 	if (total == 0) {

@@ -12,7 +12,7 @@
 #include "common/log.h"
 #include "task/runtime.h"
 #include "stage_internal.h"
-#include "timing.h"
+#include "common/clock.h"
 
 /* How often idle stagers collect ring slots released without a notification. */
 #define COLLECT_INTERVAL_MS 20
@@ -392,7 +392,8 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 		uint64_t g;
 
 		if (!r) {
-			struct timespec deadline = deadline_after_ms(COLLECT_INTERVAL_MS);
+			struct timespec deadline =
+			        nopfs_clock_deadline_after_ms(COLLECT_INTERVAL_MS);
 
 			pthread_cond_timedwait(&stage->work, &stage->lock, &deadline);
 			for (uint32_t i = 0; i < stage->rank_count; i++)
@@ -565,7 +566,7 @@ void stage_opened(struct stage *stage, const char *name)
 nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sample, void *buffer,
                            int *fd, nopfs_wire_source *source)
 {
-	struct timespec deadline = deadline_after_ms(stage->serve_timeout_ms);
+	struct timespec deadline = nopfs_clock_deadline_after_ms(stage->serve_timeout_ms);
 	uint64_t size;
 	struct claim claim;
 	bool claimed;
@@ -745,8 +746,8 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct sourc
 	stage->epochs.sampler = &job->sampler;
 	snprintf(stage->directory, sizeof(stage->directory), "%s", directory);
 	pthread_mutex_init(&stage->lock, NULL);
-	cond_init_monotonic(&stage->work);
-	cond_init_monotonic(&stage->ready);
+	nopfs_clock_cond_init(&stage->work);
+	nopfs_clock_cond_init(&stage->ready);
 	stream_diag_init(&stage->diag);
 	stage->directory_fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (stage->directory_fd < 0) {

@@ -12,26 +12,11 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "common/fdio.h"
 #include "common/log.h"
 #include "tier.h"
-#include "timing.h"
+#include "common/clock.h"
 #include "common/units.h"
-
-nopfs_status write_all(int fd, const void *data, uint64_t length)
-{
-	uint64_t done = 0;
-
-	while (done < length) {
-		ssize_t wrote = write(fd, (const char *)data + done, length - done);
-
-		if (wrote < 0 && errno == EINTR)
-			continue;
-		if (wrote <= 0)
-			return nopfs_status_from_errno(wrote < 0 ? errno : EIO);
-		done += (uint64_t)wrote;
-	}
-	return NOPFS_OK;
-}
 
 static nopfs_status check_room(const char *directory, uint64_t bytes, const char *what)
 {
@@ -220,7 +205,7 @@ nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
 		tier->fd = -1;
 		tier->threads = 1;
 		pthread_mutex_init(&tier->lock, NULL);
-		cond_init_monotonic(&tier->changed);
+		nopfs_clock_cond_init(&tier->changed);
 		set->count++;
 		status = tier_index(tier, job);
 		if (status == NOPFS_OK)
@@ -390,7 +375,7 @@ nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd)
 	uint64_t size = tier->offsets[position + 1] - tier->offsets[position], done = 0;
 
 	if (tier->base)
-		return write_all(fd, tier->base + offset, size);
+		return nopfs_write_all(fd, tier->base + offset, size);
 	while (done < size) {
 		ssize_t sent = sendfile(fd, tier->fd, &offset, size - done);
 
@@ -473,7 +458,7 @@ void tier_set_move(struct tier_set *to, struct tier_set *from)
 		pthread_cond_destroy(&from->tier[t].changed);
 		pthread_mutex_destroy(&from->tier[t].lock);
 		pthread_mutex_init(&to->tier[t].lock, NULL);
-		cond_init_monotonic(&to->tier[t].changed);
+		nopfs_clock_cond_init(&to->tier[t].changed);
 	}
 	memset(from, 0, sizeof(*from));
 }

@@ -133,7 +133,4 @@ nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer)
 /* Wake every waiter (shutdown). */
 void tier_wake_all(struct tier_set *set);
 
-/* Write all of @length bytes at @data to @fd, retrying short writes. */
-nopfs_status write_all(int fd, const void *data, uint64_t length);
-
 #endif

@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "plan/sampler.h"
 #include "train_mpi.h"
+#include "common/clock.h"
 
 /* One rank's training state. */
 struct trainer {
@@ -75,15 +76,6 @@ static void log_sink(nopfs_log_level level, const char *message, void *arg)
 	if (log_rank_zero_only && log_rank != 0)
 		return;
 	fprintf(stderr, PROGRAM ": rank %d: %s%s\n", log_rank, prefix[level], message);
-}
-
-/* Wall-clock time in seconds (the CSV's clock, comparable across nodes). */
-static double wall_clock(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /*
@@ -364,7 +356,7 @@ static void compute(double seconds)
 static nopfs_status train_batch(struct trainer *t, uint64_t epoch, uint64_t batch,
                                 const uint32_t *indices, uint64_t count)
 {
-	double t_request = wall_clock(), t_ready, t_done;
+	double t_request = nopfs_clock_wall_seconds(), t_ready, t_done;
 	uint64_t batch_bytes = 0;
 
 	for (uint64_t i = 0; i < count; i++) {
@@ -384,10 +376,10 @@ static nopfs_status train_batch(struct trainer *t, uint64_t epoch, uint64_t batc
 			fprintf(t->trace, "%" PRIu64 " %" PRIu32 " %" PRIu64 "\n", epoch,
 			        indices[i], bytes);
 	}
-	t_ready = wall_clock();
+	t_ready = nopfs_clock_wall_seconds();
 	allreduce(t);
 	compute(t->options->compute);
-	t_done = wall_clock();
+	t_done = nopfs_clock_wall_seconds();
 	t->bytes_read += batch_bytes;
 	t->samples_read += count;
 	if (t->csv)
@@ -472,7 +464,7 @@ int main(int argc, char **argv)
 		.sampler = { .shuffle = true },
 	};
 	struct trainer t = { .options = &options };
-	double started = wall_clock(), start;
+	double started = nopfs_clock_wall_seconds(), start;
 	bool everyone;
 	int parsed;
 
@@ -487,7 +479,7 @@ int main(int argc, char **argv)
 	parsed = train_options_parse(argc, argv, t.world, &options);
 	log_rank_zero_only = false;
 	if (parsed == 1 && t.rank == 0)
-		fputs(train_usage_text, stdout);
+		train_options_print_help(stdout);
 	if (parsed) {
 		MPI_Finalize();
 		return parsed == 1 ? 0 : 2;
@@ -508,16 +500,16 @@ int main(int argc, char **argv)
 		abort_job(&t);
 
 	MPI_Barrier(MPI_COMM_WORLD);
-	start = wall_clock();
+	start = nopfs_clock_wall_seconds();
 	if (train(&t) || close_outputs(&t))
 		abort_job(&t);
 	/* train.py's end line */
 	fprintf(stderr,
 	        PROGRAM ": rank %d/%d: %" PRIu64 " epochs in %.3f s (setup %.3f s), %" PRIu64
 	                " samples, %" PRIu64 " bytes (%s, checksum %016" PRIx64 ")\n",
-	        t.rank, t.world, options.epochs, wall_clock() - start, start - started,
-	        t.samples_read, t.bytes_read, options.synthetic ? "synthetic" : "files",
-	        t.checksum);
+	        t.rank, t.world, options.epochs, nopfs_clock_wall_seconds() - start,
+	        start - started, t.samples_read, t.bytes_read,
+	        options.synthetic ? "synthetic" : "files", t.checksum);
 	trainer_fini(&t);
 	MPI_Finalize();
 	return 0;

@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "plan/sampler.h"
 
@@ -27,7 +28,8 @@ struct train_options {
 	struct nopfs_sampler sampler; /* seed and drop_last; count and world set later */
 };
 
-extern const char train_usage_text[];
+/* The --help text. */
+void train_options_print_help(FILE *out);
 
 /*
  * Parse the command line into @o (its defaults set by the caller) for a job

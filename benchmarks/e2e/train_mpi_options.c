@@ -1,11 +1,10 @@
 /*
- * train_mpi's command line: the option table, the parsers (every bad value
- * named with its option), per-rank output paths and the dataset root.
+ * train_mpi's command line: the option table (every bad value named with its
+ * option), per-rank output paths and the dataset root.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
@@ -14,80 +13,20 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/optable.h"
 #include "train_mpi.h"
 #include "common/units.h"
 
-const char train_usage_text[] =
-        "Usage: mpirun ... train_mpi (--data DIR | --index FILE) [OPTIONS]\n"
-        "\n"
-        "Dataset:\n"
-        "  --data DIR          ImageFolder tree: class directories of .JPEG files\n"
-        "  --index FILE        list file, one sample per line [LABEL]; paths relative to\n"
-        "                      --data (default: the list file's directory)\n"
-        "  --synthetic         same samples and sizes, bytes from memory (no file opened)\n"
-        "\n"
-        "Training (DistributedSampler with shuffle=True; world and rank from MPI):\n"
-        "  --seed N            the sampler's seed (default 0)\n"
-        "  --epochs E          epochs (default 1)\n"
-        "  --batch-size B      samples per step; an epoch's last batch may be smaller\n"
-        "                      (default 32)\n"
-        "  --drop-last         the sampler drops the tail instead of padding\n"
-        "  --compute SECONDS   sleep per step after the allreduce (default 0)\n"
-        "  --allreduce BYTES   float buffer allreduced per step, e.g. 4M; 0: none (default 1M)\n"
-        "\n"
-        "Output:\n"
-        "  --out PATH          CSV, one row per batch; %r is the rank. Columns: rank, epoch,\n"
-        "                      batch, samples, bytes, t_request, t_ready (read), t_done\n"
-        "                      (exchanged and computed); wall-clock seconds\n"
-        "  --trace PATH        'epoch index bytes' per sample read; %r is the rank\n"
-        "  --help              this text\n";
-
-enum {
-	OPT_DATA = 256,
-	OPT_INDEX,
-	OPT_SYNTHETIC,
-	OPT_SEED,
-	OPT_EPOCHS,
-	OPT_BATCH_SIZE,
-	OPT_DROP_LAST,
-	OPT_COMPUTE,
-	OPT_ALLREDUCE,
-	OPT_OUT,
-	OPT_TRACE,
-	OPT_HELP,
-};
-
-static const struct option long_options[] = {
-	{ "data", required_argument, NULL, OPT_DATA },
-	{ "index", required_argument, NULL, OPT_INDEX },
-	{ "synthetic", no_argument, NULL, OPT_SYNTHETIC },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "epochs", required_argument, NULL, OPT_EPOCHS },
-	{ "batch-size", required_argument, NULL, OPT_BATCH_SIZE },
-	{ "drop-last", no_argument, NULL, OPT_DROP_LAST },
-	{ "compute", required_argument, NULL, OPT_COMPUTE },
-	{ "allreduce", required_argument, NULL, OPT_ALLREDUCE },
-	{ "out", required_argument, NULL, OPT_OUT },
-	{ "trace", required_argument, NULL, OPT_TRACE },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-static bool parse_seconds(const char *option, const char *text, double *value)
+static bool parse_seed(const char *value, void *options)
 {
-	char *end;
-
-	errno = 0;
-	*value = strtod(text, &end);
-	if (errno || end == text || *end || !isfinite(*value) || *value < 0 || *value > 86400) {
-		nopfs_error("--%s: '%s' is not a number of seconds in 0 .. 86400", option, text);
-		return false;
-	}
-	return true;
+	return nopfs_sampler_parse_seed(value, &((struct train_options *)options)->sampler) ==
+	       NOPFS_OK;
 }
 
-static bool parse_allreduce(const char *text, uint64_t *bytes)
+static bool parse_allreduce(const char *text, void *options)
 {
+	uint64_t *bytes = &((struct train_options *)options)->allreduce_bytes;
+
 	if (nopfs_parse_size(text, bytes) != NOPFS_OK || *bytes % sizeof(float) ||
 	    *bytes / sizeof(float) > INT_MAX) {
 		nopfs_error(
@@ -99,40 +38,55 @@ static bool parse_allreduce(const char *text, uint64_t *bytes)
 	return true;
 }
 
-static bool parse_option(int option, const char *arg, struct train_options *o)
+#define FIELD(field) NOPFS_OPTION_FIELD(struct train_options, field)
+
+static const struct nopfs_option option_rows[] = {
+	{ NOPFS_OPT_TEXT("Dataset:") },
+	{ NOPFS_OPT_STRING("data", "DIR", "ImageFolder tree: class directories of .JPEG files",
+	                   FIELD(data)) },
+	{ NOPFS_OPT_STRING("index", "FILE",
+	                   "list file, one sample per line [LABEL]; paths relative to\n"
+	                   "--data (default: the list file's directory)",
+	                   FIELD(index)) },
+	{ NOPFS_OPT_FLAG("synthetic", "same samples and sizes, bytes from memory (no file opened)",
+	                 FIELD(synthetic), true) },
+	{ NOPFS_OPT_TEXT("") },
+	{ NOPFS_OPT_TEXT(
+	        "Training (DistributedSampler with shuffle=True; world and rank from MPI):") },
+	{ NOPFS_OPT_CALL("seed", "N", "the sampler's seed (default 0)", parse_seed) },
+	{ NOPFS_OPT_UINT("epochs", "E", "epochs (default 1)", FIELD(epochs), 1, 1000000) },
+	{ NOPFS_OPT_UINT("batch-size", "B",
+	                 "samples per step; an epoch's last batch may be smaller\n(default 32)",
+	                 FIELD(batch_size), 1, UINT32_MAX) },
+	{ NOPFS_OPT_FLAG("drop-last", "the sampler drops the tail instead of padding",
+	                 FIELD(sampler.drop_last), true) },
+	{ NOPFS_OPT_SECONDS("compute", "SECONDS", "sleep per step after the allreduce (default 0)",
+	                    FIELD(compute), 86400) },
+	{ NOPFS_OPT_CALL("allreduce", "BYTES",
+	                 "float buffer allreduced per step, e.g. 4M; 0: none (default 1M)",
+	                 parse_allreduce) },
+	{ NOPFS_OPT_TEXT("") },
+	{ NOPFS_OPT_TEXT("Output:") },
+	{ NOPFS_OPT_STRING("out", "PATH",
+	                   "CSV, one row per batch; %r is the rank. Columns: rank, epoch,\n"
+	                   "batch, samples, bytes, t_request, t_ready (read), t_done\n"
+	                   "(exchanged and computed); wall-clock seconds",
+	                   FIELD(out)) },
+	{ NOPFS_OPT_STRING("trace", "PATH", "'epoch index bytes' per sample read; %r is the rank",
+	                   FIELD(trace)) },
+	{ NOPFS_OPT_HELP("this text") },
+	{ NOPFS_OPT_END },
+};
+
+static const struct nopfs_optable option_table = {
+	.options = option_rows,
+	.usage = "Usage: mpirun ... train_mpi (--data DIR | --index FILE) [OPTIONS]\n\n",
+	.column = 22,
+};
+
+void train_options_print_help(FILE *out)
 {
-	switch (option) {
-	case OPT_DATA:
-		o->data = arg;
-		return true;
-	case OPT_INDEX:
-		o->index = arg;
-		return true;
-	case OPT_SYNTHETIC:
-		o->synthetic = true;
-		return true;
-	case OPT_SEED:
-		return nopfs_sampler_parse_seed(arg, &o->sampler) == NOPFS_OK;
-	case OPT_EPOCHS:
-		return nopfs_parse_uint_option("epochs", arg, 1, 1000000, &o->epochs);
-	case OPT_BATCH_SIZE:
-		return nopfs_parse_uint_option("batch-size", arg, 1, UINT32_MAX, &o->batch_size);
-	case OPT_DROP_LAST:
-		o->sampler.drop_last = true;
-		return true;
-	case OPT_COMPUTE:
-		return parse_seconds("compute", arg, &o->compute);
-	case OPT_ALLREDUCE:
-		return parse_allreduce(arg, &o->allreduce_bytes);
-	case OPT_OUT:
-		o->out = arg;
-		return true;
-	case OPT_TRACE:
-		o->trace = arg;
-		return true;
-	default:
-		return false;
-	}
+	nopfs_optable_print_help(&option_table, out);
 }
 
 /* Per-rank output paths must name the rank when several ranks write them. */
@@ -146,24 +100,10 @@ static bool check_per_rank(const char *option, const char *path, int world)
 
 int train_options_parse(int argc, char **argv, int world, struct train_options *o)
 {
-	int option;
+	nopfs_status status = nopfs_optable_parse(&option_table, argc, argv, o, NULL);
 
-	opterr = 0;
-	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		if (option == OPT_HELP)
-			return 1;
-		if (option == '?') {
-			nopfs_error("unknown or incomplete option '%s'; see --help",
-			            argv[optind - 1]);
-			return 2;
-		}
-		if (!parse_option(option, optarg, o))
-			return 2;
-	}
-	if (optind < argc) {
-		nopfs_error("unexpected argument '%s'; see --help", argv[optind]);
-		return 2;
-	}
+	if (status != NOPFS_OK)
+		return status == NOPFS_ERR_EMPTY ? 1 : 2;
 	if (!o->data && !o->index) {
 		nopfs_error("no dataset: give --data DIR or --index FILE; see --help");
 		return 2;

@@ -165,7 +165,4 @@ struct sim_job {
  */
 nopfs_status sim_run_batch(struct sim_job *jobs, unsigned int count, unsigned int threads);
 
-/* Seconds since an arbitrary epoch (CLOCK_MONOTONIC). */
-double sim_clock(void);
-
 #endif

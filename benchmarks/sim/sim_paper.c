@@ -13,6 +13,7 @@
 #include "sim_commands.h"
 #include "sim_output.h"
 #include "sim_scenarios.h"
+#include "common/clock.h"
 
 #define FIG9_JOBS (1 + SIM_FIG9_STAGINGS + 2 * SIM_FIG9_RAMS * SIM_FIG9_SSDS)
 
@@ -189,7 +190,7 @@ nopfs_status sim_paper_run(const struct sim_paper_options *o)
 {
 	struct paper *p = calloc(1, sizeof(*p));
 	nopfs_status status = NOPFS_OK;
-	double started = sim_clock(), t;
+	double started = nopfs_clock_seconds(), t;
 
 	if (!p) {
 		nopfs_error("no memory for the paper's runs");
@@ -198,28 +199,29 @@ nopfs_status sim_paper_run(const struct sim_paper_options *o)
 	p->o = o;
 	sim_paper_print_inputs(o->scale);
 	if (o->fig8 || o->checks) {
-		t = sim_clock();
+		t = nopfs_clock_seconds();
 		for (int i = 0; i < SIM_PAPER_SCENARIOS && status == NOPFS_OK; i++)
 			if (o->scenarios & (1u << i))
 				status = run_scenario(p, i);
 		printf("[Fig. 8: %u scenarios simulated in %.1f s]\n\n", p->report_count,
-		       sim_clock() - t);
+		       nopfs_clock_seconds() - t);
 	}
 	if (status == NOPFS_OK && o->fig9) {
-		t = sim_clock();
+		t = nopfs_clock_seconds();
 		status = run_fig9(p);
-		printf("[Fig. 9: %u runs simulated in %.1f s]\n\n", p->fig9_count, sim_clock() - t);
+		printf("[Fig. 9: %u runs simulated in %.1f s]\n\n", p->fig9_count,
+		       nopfs_clock_seconds() - t);
 	}
 	if (status == NOPFS_OK && (o->frequency || o->checks)) {
-		t = sim_clock();
+		t = nopfs_clock_seconds();
 		status = run_frequency(p);
-		printf("[access frequency: %.1f s]\n\n", sim_clock() - t);
+		printf("[access frequency: %.1f s]\n\n", nopfs_clock_seconds() - t);
 	}
 	if (status == NOPFS_OK && o->checks)
 		sim_checks_print(p->reports, p->report_count, o->fig9 ? &p->fig9 : NULL, &p->freq);
 	if (status == NOPFS_OK && o->out)
 		status = write_files(p);
-	printf("[total %.1f s]\n", sim_clock() - started);
+	printf("[total %.1f s]\n", nopfs_clock_seconds() - started);
 	paper_fini(p);
 	return status;
 }

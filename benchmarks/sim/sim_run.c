@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/parallel.h"
 #include "sim_engine.h"
+#include "common/clock.h"
 
 static const struct {
 	const char *name;
@@ -147,14 +148,6 @@ const char *sim_bucket_name(const struct sim_system *system, int bucket)
 	}
 }
 
-double sim_clock(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
-}
-
 static nopfs_status check_tier(const char *name, const struct nopfs_tier_model *tier)
 {
 	if (tier->threads == 0 || tier->threads > SIM_THREADS_MAX) {
@@ -222,7 +215,7 @@ nopfs_status sim_run(const struct sim_dataset *data, const struct sim_system *sy
                      enum sim_policy policy, unsigned int threads, struct sim_result *result)
 {
 	struct sim_setup setup;
-	double started = sim_clock();
+	double started = nopfs_clock_seconds();
 	nopfs_status status;
 
 	memset(&setup, 0, sizeof(setup));
@@ -238,7 +231,7 @@ nopfs_status sim_run(const struct sim_dataset *data, const struct sim_system *sy
 	result->feasible = status == NOPFS_OK;
 out:
 	sim_setup_fini(&setup, data);
-	result->wall_seconds = sim_clock() - started;
+	result->wall_seconds = nopfs_clock_seconds() - started;
 	if (status != NOPFS_OK)
 		sim_result_fini(result);
 	return status;

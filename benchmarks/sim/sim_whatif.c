@@ -11,6 +11,7 @@
 #include "sim_commands.h"
 #include "sim_config.h"
 #include "sim_output.h"
+#include "common/clock.h"
 
 /* Per-epoch times of every feasible run: what a user plans with. */
 static void print_epochs(const struct sim_report *r)
@@ -65,7 +66,7 @@ nopfs_status sim_whatif_run(const struct sim_whatif_options *o)
 	struct sim_report report;
 	unsigned int count = 0;
 	nopfs_status status, run_status;
-	double started = sim_clock();
+	double started = nopfs_clock_seconds();
 
 	status = sim_config_load(o->config, &config);
 	if (status != NOPFS_OK)
@@ -92,7 +93,7 @@ nopfs_status sim_whatif_run(const struct sim_whatif_options *o)
 	print_epochs(&report);
 	if (o->out)
 		status = write_files(o, &report);
-	printf("[simulated in %.1f s]\n", sim_clock() - started);
+	printf("[simulated in %.1f s]\n", nopfs_clock_seconds() - started);
 	for (unsigned int i = 0; i < count; i++)
 		sim_result_fini(&jobs[i].result);
 	sim_dataset_destroy(data);

@@ -15,16 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/atomic_file.h"
+#include "common/clock.h"
+
 /* ------------------------------------------------------------------------ */
 /* Time */
-
-double pfs_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 void pfs_sleep_until(double deadline)
 {
@@ -225,36 +220,17 @@ static void write_clients_locked(FILE *out)
 	fputs("}\n", out);
 }
 
-/* The daemon runs with umask 0 (callers' modes are kept): say 0644 here. */
-static FILE *create_stats_file(const char *path)
+/* The clients' counters, as JSON, on @fd. */
+static int dump_stats(int fd, void *unused)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	FILE *out;
-
-	if (fd < 0)
-		return NULL;
-	out = fdopen(fd, "w");
-	if (out == NULL)
-		close(fd);
-	return out;
-}
-
-static void write_stats(void)
-{
-	char *temporary;
-	FILE *out;
+	int copy = dup(fd);
+	FILE *out = copy < 0 ? NULL : fdopen(copy, "w");
 	bool ok;
 
-	if (pfs.stats_path == NULL)
-		return;
-	if (asprintf(&temporary, "%s.tmp.%ld", pfs.stats_path, (long)getpid()) < 0)
-		return;
-	out = create_stats_file(temporary);
 	if (out == NULL) {
-		fprintf(stderr, PROGRAM ": --stats: cannot write '%s': %s\n", temporary,
-		        strerror(errno));
-		free(temporary);
-		return;
+		if (copy >= 0)
+			close(copy);
+		return -1;
 	}
 	pthread_mutex_lock(&pfs.lock);
 	write_clients_locked(out);
@@ -262,12 +238,17 @@ static void write_stats(void)
 	ok = fflush(out) == 0 && !ferror(out);
 	if (fclose(out) != 0)
 		ok = false;
-	if (!ok || rename(temporary, pfs.stats_path) != 0) {
+	return ok ? 0 : -1;
+}
+
+/* The daemon runs with umask 0 (callers' modes are kept): 0644 is said here. */
+static void write_stats(void)
+{
+	if (pfs.stats_path == NULL)
+		return;
+	if (nopfs_atomic_write_with(pfs.stats_path, 0644, dump_stats, NULL) != NOPFS_OK)
 		fprintf(stderr, PROGRAM ": --stats: cannot write '%s': %s\n", pfs.stats_path,
 		        strerror(errno));
-		unlink(temporary);
-	}
-	free(temporary);
 }
 
 static void *stats_main(void *unused)
@@ -279,8 +260,7 @@ static void *stats_main(void *unused)
 		pthread_mutex_unlock(&pfs.stats_lock);
 		write_stats();
 		pthread_mutex_lock(&pfs.stats_lock);
-		clock_gettime(CLOCK_REALTIME, &deadline);
-		deadline.tv_sec += 1;
+		deadline = nopfs_clock_wall_deadline_after(1);
 		while (!pfs.stats_stop &&
 		       pthread_cond_timedwait(&pfs.stats_cond, &pfs.stats_lock, &deadline) == 0)
 			;

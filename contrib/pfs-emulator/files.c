@@ -11,6 +11,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 /*
  * The open(2) flags that reach the file beneath SOURCE. Not O_DIRECT (its
  * alignment rules are the caller's business with the mount, not with the
@@ -30,7 +32,7 @@ static int admit_open(const char *path)
 
 	pfs_count_open(pfs_caller_netns(), failed);
 	if (pfs.latency > 0)
-		pfs_sleep_until(pfs_now() + pfs.latency);
+		pfs_sleep_until(nopfs_clock_seconds() + pfs.latency);
 	return failed ? -EIO : 0;
 }
 
@@ -91,7 +93,7 @@ out_parent:
 int pfs_read(const char *path, char *buf, size_t size, off_t offset, struct fuse_file_info *fi)
 {
 	uint64_t netns = pfs_caller_netns();
-	double start = pfs_now();
+	double start = nopfs_clock_seconds();
 	ssize_t got;
 
 	got = pread((int)fi->fh, buf, size, offset);
@@ -125,7 +127,7 @@ int pfs_write(const char *path, const char *buf, size_t size, off_t offset,
               struct fuse_file_info *fi)
 {
 	uint64_t netns = pfs_caller_netns();
-	double start = pfs_now();
+	double start = nopfs_clock_seconds();
 	ssize_t put;
 
 	if (pfs.read_only)

@@ -96,7 +96,6 @@ extern struct pfs_state pfs;
 
 /* clients.c */
 
-double pfs_now(void);
 /* Sleep until monotonic time @deadline (seconds); no-op if it has passed. */
 void pfs_sleep_until(double deadline);
 /* The calling process's network namespace (0 if unknown): the client. */

@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #include "catalog_internal.h"
+#include "common/atomic_file.h"
+#include "common/dirs.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/readall.h"
 
@@ -161,54 +164,13 @@ static struct catalog_writer encode(const struct cache_key *key,
 	return writer;
 }
 
-/* mkdir -p @path, creating missing directories 0700. */
-static bool make_dirs(const char *path)
-{
-	char *copy = strdup(path), *slash;
-	struct stat st;
-	bool ok;
-
-	if (!copy)
-		return false;
-	for (slash = strchr(copy + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(copy, 0700) != 0 && errno != EEXIST)
-			break;
-		*slash = '/';
-	}
-	ok = (mkdir(copy, 0700) == 0 || errno == EEXIST) && stat(copy, &st) == 0 &&
-	     S_ISDIR(st.st_mode);
-	if (!ok && errno == EEXIST)
-		errno = ENOTDIR;
-	free(copy);
-	return ok;
-}
-
-static bool write_all(int fd, const uint8_t *data, size_t length)
-{
-	while (length) {
-		ssize_t n = write(fd, data, length);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return false;
-		data += n;
-		length -= (size_t)n;
-	}
-	return true;
-}
-
 /* Write the cache atomically (a temporary file renamed over it); only warns. */
 static void store(const struct nopfs_catalog_options *options, const struct cache_key *key,
                   const struct catalog_snapshot *snapshot, const struct nopfs_catalog *catalog)
 {
 	struct catalog_writer bytes;
-	size_t length = strlen(key->file) + 8;
-	char *temporary;
-	int fd, err;
 
-	if (!make_dirs(options->cache_dir)) {
+	if (nopfs_dir_make(options->cache_dir, 0700) != NOPFS_OK) {
 		nopfs_warning("cannot create catalog cache directory '%s': %s; not caching",
 		              options->cache_dir, strerror(errno));
 		return;
@@ -218,36 +180,11 @@ static void store(const struct nopfs_catalog_options *options, const struct cach
 		nopfs_warning("out of memory encoding catalog cache '%s'; not caching", key->file);
 		return;
 	}
-	temporary = malloc(length);
-	if (!temporary) {
-		nopfs_warning("out of memory writing catalog cache '%s'; not caching", key->file);
-		goto out_free_bytes;
-	}
-	snprintf(temporary, length, "%s.XXXXXX", key->file);
-	fd = mkostemp(temporary, O_CLOEXEC);
-	if (fd < 0)
-		goto out_warn;
-	if (!write_all(fd, bytes.data, bytes.length) || fsync(fd) != 0) {
-		err = errno;
-		close(fd);
-		errno = err;
-		goto out_unlink;
-	}
-	if (close(fd) != 0 || rename(temporary, key->file) != 0)
-		goto out_unlink;
-	nopfs_debug("wrote catalog cache '%s' (%zu bytes)", key->file, bytes.length);
-	goto out_free_temporary;
-
-out_unlink:
-	err = errno;
-	unlink(temporary);
-	errno = err;
-out_warn:
-	nopfs_warning("cannot write catalog cache '%s': %s; not caching", key->file,
-	              strerror(errno));
-out_free_temporary:
-	free(temporary);
-out_free_bytes:
+	if (nopfs_atomic_write(key->file, 0600, bytes.data, bytes.length) == NOPFS_OK)
+		nopfs_debug("wrote catalog cache '%s' (%zu bytes)", key->file, bytes.length);
+	else
+		nopfs_warning("cannot write catalog cache '%s': %s; not caching", key->file,
+		              strerror(errno));
 	free(bytes.data);
 }
 
@@ -489,20 +426,12 @@ static bool load(const struct nopfs_catalog_options *options, const struct cache
 	return used;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
-
 /* Scan and, unless the tree changed too recently to tell, cache the result. */
 static nopfs_status scan_and_store(const struct nopfs_catalog_options *options,
                                    const struct cache_key *key, struct nopfs_catalog **out)
 {
 	struct catalog_snapshot snapshot;
-	int64_t start = now_ns();
+	int64_t start = nopfs_clock_wall_ns();
 	nopfs_status status;
 
 	nopfs_catalog_snapshot_init(&snapshot);

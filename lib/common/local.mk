@@ -1,4 +1,6 @@
-# lib/common: status codes, the log, units, whole-file reads, fork-join.
+# lib/common: status codes, the log, units, clocks, command-line option
+# tables, directories, whole-file reads, whole-buffer reads and writes,
+# atomic file replacement, fork-join.
 
 lib_libnopfs_core_la_SOURCES += \
 	lib/common/status.c \
@@ -7,6 +9,15 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/log.h \
 	lib/common/readall.c \
 	lib/common/readall.h \
+	lib/common/fdio.c \
+	lib/common/fdio.h \
+	lib/common/atomic_file.c \
+	lib/common/atomic_file.h \
+	lib/common/clock.h \
+	lib/common/dirs.c \
+	lib/common/dirs.h \
+	lib/common/optable.c \
+	lib/common/optable.h \
 	lib/common/parallel.c \
 	lib/common/parallel.h \
 	lib/common/units.c \

@@ -10,6 +10,7 @@
 #define NOPFS_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 
 typedef enum nopfs_log_level {
 	NOPFS_LOG_ERROR = 0,
@@ -38,6 +39,20 @@ void nopfs_log(nopfs_log_level level, const char *format, ...)
         __attribute__((format(printf, 2, 3)));
 void nopfs_logv(nopfs_log_level level, const char *format, va_list args)
         __attribute__((format(printf, 2, 0)));
+
+/*
+ * Hold the calling thread's messages back from the sink, keeping the first
+ * error, until nopfs_log_release(): for a caller that words a failure its own
+ * way or reports it later (the plugin's plugstack.conf check). Other threads
+ * and the installed sink are not affected.
+ */
+void nopfs_log_hold(void);
+
+/*
+ * End the hold; the first error held ("" if none), valid in this thread until
+ * its next nopfs_log_hold().
+ */
+const char *nopfs_log_release(void);
 
 #define nopfs_error(...)   nopfs_log(NOPFS_LOG_ERROR, __VA_ARGS__)
 #define nopfs_warning(...) nopfs_log(NOPFS_LOG_WARNING, __VA_ARGS__)

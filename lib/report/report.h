@@ -22,48 +22,50 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#define NOPFS_REPORT_NO_INPUT ((size_t)-1)
+#include "common/status.h"
 
-/* What went wrong, filled in by the functions below on failure. */
-struct nopfs_report_error {
-	size_t input;   /* index of the culprit among the inputs, or NOPFS_REPORT_NO_INPUT */
-	char text[256]; /* names the node (when known) and the key */
-};
+/*
+ * Every function below logs what is wrong once, where it finds it (common/
+ * log.h), naming the key, the node when known, and the culprit: @name, what
+ * the caller calls the report (its file), prefixed "NAME: " (NULL: none).
+ */
 
 /*
  * Whether @report is a per-node report with every key the merge needs, of
- * the right type. On false, @error says which key (and the node if known);
- * error->input is 0.
+ * the right type: NOPFS_OK or NOPFS_ERR_FORMAT.
  */
-bool nopfs_report_check_node(const json_t *report, struct nopfs_report_error *error);
+nopfs_status nopfs_report_check_node(const json_t *report, const char *name);
 
 /*
- * Merge the @count per-node reports @nodes into a new job report (the caller
- * owns it; json_decref). The job has @expected_nodes nodes (0: the highest
- * node index reported + 1); the nodes without a report are listed as missing
- * and named in problems. The merged report holds a reference to each node
- * report, the caller keeps its own. Returns NULL with @error filled in when a
- * report lacks a key, two reports claim the same node, a node index is not
- * below @expected_nodes, or there is no report at all.
+ * Merge the @count per-node reports @nodes (called @names[i] in messages;
+ * @names may be NULL) into a new job report in *@merged (the caller owns it;
+ * json_decref). The job has @expected_nodes nodes (0: the highest node index
+ * reported + 1); the nodes without a report are listed as missing and named
+ * in problems. The merged report holds a reference to each node report, the
+ * caller keeps its own. Fails when a report lacks a key (NOPFS_ERR_FORMAT),
+ * two reports claim the same node (NOPFS_ERR_DUPLICATE), a node index is not
+ * below @expected_nodes (NOPFS_ERR_RANGE), or there is no report at all
+ * (NOPFS_ERR_EMPTY).
  */
-json_t *nopfs_report_merge(json_t *const *nodes, size_t count, uint32_t expected_nodes,
-                           struct nopfs_report_error *error);
+nopfs_status nopfs_report_merge(json_t *const *nodes, const char *const *names, size_t count,
+                                uint32_t expected_nodes, json_t **merged);
 
-/* Whether @merged has every key the summary needs; on false, @error names it. */
-bool nopfs_report_check_merged(const json_t *merged, struct nopfs_report_error *error);
-
-/*
- * Print a few lines about @merged on @out, each prefixed "nopfs: ". Returns 0,
- * or -1 when @merged lacks a key (see nopfs_report_check_merged).
- */
-int nopfs_report_print_summary(const json_t *merged, FILE *out);
+/* Whether @merged has every key the summary needs: NOPFS_OK or NOPFS_ERR_FORMAT. */
+nopfs_status nopfs_report_check_merged(const json_t *merged, const char *name);
 
 /*
- * Write @report to @path atomically (a temporary file beside it, then
- * rename) with @mode. Returns 0, or -1 with errno set and @error saying what
- * failed on which path.
+ * Print a few lines about @merged on @out, each prefixed "nopfs: ". Fails when
+ * @merged lacks a key (see nopfs_report_check_merged), or NOPFS_ERR_IO when
+ * @out fails (not logged: the caller knows what @out is).
  */
-int nopfs_report_write(const json_t *report, const char *path, mode_t mode,
-                       struct nopfs_report_error *error);
+nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out);
+
+/*
+ * Write @report to @path atomically (see common/atomic_file.h) with @mode.
+ * Failures are logged as "WHAT: cannot create 'PATH': why" (@what: how the
+ * caller's user names the output; NULL: none).
+ */
+nopfs_status nopfs_report_write(const json_t *report, const char *path, mode_t mode,
+                                const char *what);
 
 #endif

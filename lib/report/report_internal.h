@@ -12,18 +12,16 @@
 
 extern const char *const report_source_names[REPORT_SOURCES];
 
-/* Reading the keys of one report; the first failure is kept in @error. */
+/* Reading the keys of one report; the first failure is logged, once. */
 struct report_keys {
 	const json_t *report;
-	const char *who; /* "node 2: ", or "" */
-	size_t input;
-	struct nopfs_report_error *error;
+	const char *name; /* the culprit's name in messages, or NULL */
+	const char *who;  /* "node 2: ", or "" */
 	bool ok;
 };
 
-/* Fill @error (when not NULL) with @input and the formatted text. */
-void report_fail(struct nopfs_report_error *error, size_t input, const char *format, ...)
-        __attribute__((format(printf, 3, 4)));
+/* Log the formatted text as an error, prefixed "@name: " unless @name is NULL. */
+void report_fail(const char *name, const char *format, ...) __attribute__((format(printf, 2, 3)));
 
 /* The value at @path ("pfs.bytes") in @object, or NULL. */
 const json_t *report_get(const json_t *object, const char *path);

@@ -3,20 +3,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "report_internal.h"
 
 const char *const report_source_names[REPORT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
 
-void report_fail(struct nopfs_report_error *error, size_t input, const char *format, ...)
+void report_fail(const char *name, const char *format, ...)
 {
+	char text[512];
 	va_list args;
 
-	if (!error)
-		return;
-	error->input = input;
 	va_start(args, format);
-	vsnprintf(error->text, sizeof(error->text), format, args);
+	vsnprintf(text, sizeof(text), format, args);
 	va_end(args);
+	nopfs_error("%s%s%s", name ? name : "", name ? ": " : "", text);
 }
 
 const json_t *report_get(const json_t *object, const char *path)
@@ -47,7 +47,7 @@ static const json_t *need(struct report_keys *keys, const char *path)
 		return NULL;
 	value = report_get(keys->report, path);
 	if (!value || json_is_null(value)) {
-		report_fail(keys->error, keys->input, "%skey '%s' is missing", keys->who, path);
+		report_fail(keys->name, "%skey '%s' is missing", keys->who, path);
 		keys->ok = false;
 		return NULL;
 	}
@@ -56,7 +56,7 @@ static const json_t *need(struct report_keys *keys, const char *path)
 
 static bool mistyped(struct report_keys *keys, const char *path, const char *what)
 {
-	report_fail(keys->error, keys->input, "%skey '%s' is not %s", keys->who, path, what);
+	report_fail(keys->name, "%skey '%s' is not %s", keys->who, path, what);
 	keys->ok = false;
 	return false;
 }

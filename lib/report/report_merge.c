@@ -69,7 +69,7 @@ static bool read_plans(struct report_keys *keys, struct node_figures *f)
 	if (json_object_get(keys->report, "plan"))
 		report_uint(keys, "plan", &f->plan);
 	if (replans && !json_is_array(replans)) {
-		report_fail(keys->error, keys->input, "%skey 'replans' is not an array", keys->who);
+		report_fail(keys->name, "%skey 'replans' is not an array", keys->who);
 		return false;
 	}
 	json_array_foreach(replans, i, entry)
@@ -92,7 +92,7 @@ static bool read_fallbacks(struct report_keys *keys, struct node_figures *f)
 	json_object_foreach((json_t *)f->fallbacks, kind, value)
 	{
 		if (!json_is_integer(value) || json_integer_value(value) < 0) {
-			report_fail(keys->error, keys->input,
+			report_fail(keys->name,
 			            "%skey 'fallbacks.%s' is not a non-negative integer", keys->who,
 			            kind);
 			return keys->ok = false;
@@ -115,25 +115,22 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 	return keys->ok;
 }
 
-/* Read and check one node report (@input among the inputs) into @f. */
-static bool read_node(json_t *report, size_t input, struct node_figures *f,
-                      struct nopfs_report_error *error)
+/* Read and check one node report (@input among the inputs, called @name) into @f. */
+static bool read_node(json_t *report, size_t input, const char *name, struct node_figures *f)
 {
-	struct report_keys keys = {
-		.report = report, .who = "", .input = input, .error = error, .ok = true
-	};
+	struct report_keys keys = { .report = report, .name = name, .who = "", .ok = true };
 	char who[32];
 	uint64_t node;
 
 	*f = (struct node_figures){ .report = report, .input = input };
 	if (!json_is_object(report)) {
-		report_fail(error, input, "not a JSON object");
+		report_fail(name, "not a JSON object");
 		return false;
 	}
 	if (!report_uint(&keys, "node", &node))
 		return false;
 	if (node >= REPORT_MAX_NODE) {
-		report_fail(error, input, "key 'node' (%" PRIu64 ") is not below %u", node,
+		report_fail(name, "key 'node' (%" PRIu64 ") is not below %u", node,
 		            REPORT_MAX_NODE);
 		return false;
 	}
@@ -155,20 +152,20 @@ static bool read_node(json_t *report, size_t input, struct node_figures *f,
 	    !read_health(&keys, f) || !read_plans(&keys, f))
 		return false;
 	if (f->probe_bytes > f->pfs_bytes) {
-		report_fail(error, input,
-		            "%skey 'pfs.probe_bytes' (%" PRIu64
-		            ") exceeds 'pfs.bytes' (%" PRIu64 ")",
+		report_fail(name,
+		            "%skey 'pfs.probe_bytes' (%" PRIu64 ") exceeds 'pfs.bytes' (%" PRIu64
+		            ")",
 		            who, f->probe_bytes, f->pfs_bytes);
 		return false;
 	}
 	return true;
 }
 
-bool nopfs_report_check_node(const json_t *report, struct nopfs_report_error *error)
+nopfs_status nopfs_report_check_node(const json_t *report, const char *name)
 {
 	struct node_figures figures;
 
-	return read_node((json_t *)report, 0, &figures, error);
+	return read_node((json_t *)report, 0, name, &figures) ? NOPFS_OK : NOPFS_ERR_FORMAT;
 }
 
 static int compare_nodes(const void *a, const void *b)
@@ -455,49 +452,67 @@ static json_t *build(const struct node_figures *f, size_t count, uint32_t expect
 	return merged;
 }
 
-json_t *nopfs_report_merge(json_t *const *nodes, size_t count, uint32_t expected_nodes,
-                           struct nopfs_report_error *error)
+/* The name of input @input in messages. */
+static const char *input_name(const char *const *names, size_t input)
 {
-	struct node_figures *figures;
-	json_t *merged = NULL;
+	return names ? names[input] : NULL;
+}
 
-	if (count == 0) {
-		report_fail(error, NOPFS_REPORT_NO_INPUT, "no node reports to merge");
-		return NULL;
-	}
-	if (expected_nodes > REPORT_MAX_NODE) {
-		report_fail(error, NOPFS_REPORT_NO_INPUT, "%" PRIu32 " nodes: at most %u",
-		            expected_nodes, REPORT_MAX_NODE);
-		return NULL;
-	}
-	figures = calloc(count, sizeof(*figures));
-	if (!figures) {
-		report_fail(error, NOPFS_REPORT_NO_INPUT, "out of memory");
-		return NULL;
-	}
+/* Read and check every report into @figures, sorted by node; a status. */
+static nopfs_status read_nodes(json_t *const *nodes, const char *const *names, size_t count,
+                               uint32_t *expected_nodes, struct node_figures *figures)
+{
+	const struct node_figures *last = &figures[count - 1];
+
 	for (size_t i = 0; i < count; i++)
-		if (!read_node(nodes[i], i, &figures[i], error))
-			goto out_figures;
+		if (!read_node(nodes[i], i, input_name(names, i), &figures[i]))
+			return NOPFS_ERR_FORMAT;
 	qsort(figures, count, sizeof(*figures), compare_nodes);
 	for (size_t i = 1; i < count; i++) {
 		if (figures[i].node == figures[i - 1].node) {
-			report_fail(error, figures[i].input, "node %" PRIu32 " is reported twice",
-			            figures[i].node);
-			goto out_figures;
+			report_fail(input_name(names, figures[i].input),
+			            "node %" PRIu32 " is reported twice", figures[i].node);
+			return NOPFS_ERR_DUPLICATE;
 		}
 	}
-	if (expected_nodes == 0)
-		expected_nodes = figures[count - 1].node + 1;
-	if (figures[count - 1].node >= expected_nodes) {
-		report_fail(error, figures[count - 1].input,
+	if (*expected_nodes == 0)
+		*expected_nodes = last->node + 1;
+	if (last->node >= *expected_nodes) {
+		report_fail(input_name(names, last->input),
 		            "node %" PRIu32 " is not one of the job's %" PRIu32 " nodes",
-		            figures[count - 1].node, expected_nodes);
-		goto out_figures;
+		            last->node, *expected_nodes);
+		return NOPFS_ERR_RANGE;
 	}
-	merged = build(figures, count, expected_nodes);
-	if (!merged)
-		report_fail(error, NOPFS_REPORT_NO_INPUT, "out of memory");
-out_figures:
+	return NOPFS_OK;
+}
+
+nopfs_status nopfs_report_merge(json_t *const *nodes, const char *const *names, size_t count,
+                                uint32_t expected_nodes, json_t **merged)
+{
+	struct node_figures *figures;
+	nopfs_status status;
+
+	if (count == 0) {
+		report_fail(NULL, "no node reports to merge");
+		return NOPFS_ERR_EMPTY;
+	}
+	if (expected_nodes > REPORT_MAX_NODE) {
+		report_fail(NULL, "%" PRIu32 " nodes: at most %u", expected_nodes, REPORT_MAX_NODE);
+		return NOPFS_ERR_RANGE;
+	}
+	figures = calloc(count, sizeof(*figures));
+	if (!figures) {
+		report_fail(NULL, "out of memory");
+		return NOPFS_ERR_NOMEM;
+	}
+	status = read_nodes(nodes, names, count, &expected_nodes, figures);
+	if (status == NOPFS_OK) {
+		*merged = build(figures, count, expected_nodes);
+		if (!*merged) {
+			report_fail(NULL, "out of memory");
+			status = NOPFS_ERR_NOMEM;
+		}
+	}
 	free(figures);
-	return merged;
+	return status;
 }

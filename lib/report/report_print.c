@@ -30,17 +30,15 @@ struct summary {
 	uint64_t replans; /* 0 in reports before re-planning */
 };
 
-static bool read_summary(const json_t *merged, struct summary *s, struct nopfs_report_error *error)
+static bool read_summary(const json_t *merged, const char *name, struct summary *s)
 {
-	struct report_keys keys = {
-		.report = merged, .who = "", .input = 0, .error = error, .ok = true
-	};
+	struct report_keys keys = { .report = merged, .name = name, .who = "", .ok = true };
 	char path[64];
 	size_t i;
 	json_t *problem;
 
 	if (!json_is_object(merged)) {
-		report_fail(error, 0, "not a JSON object");
+		report_fail(name, "not a JSON object");
 		return false;
 	}
 	report_string(&keys, "job_id", &s->job_id);
@@ -71,18 +69,18 @@ static bool read_summary(const json_t *merged, struct summary *s, struct nopfs_r
 	json_array_foreach(s->problems, i, problem)
 	{
 		if (!json_is_string(problem)) {
-			report_fail(error, 0, "key 'problems.%zu' is not a string", i);
+			report_fail(name, "key 'problems.%zu' is not a string", i);
 			return false;
 		}
 	}
 	return true;
 }
 
-bool nopfs_report_check_merged(const json_t *merged, struct nopfs_report_error *error)
+nopfs_status nopfs_report_check_merged(const json_t *merged, const char *name)
 {
 	struct summary summary;
 
-	return read_summary(merged, &summary, error);
+	return read_summary(merged, name, &summary) ? NOPFS_OK : NOPFS_ERR_FORMAT;
 }
 
 /* @bytes in decimal units, e.g. "150.2 MB". */
@@ -125,15 +123,15 @@ static void print_delivered(const struct summary *s, FILE *out)
 	        s->delivered_staged, s->delivered_total - s->delivered_staged);
 }
 
-int nopfs_report_print_summary(const json_t *merged, FILE *out)
+nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 {
 	struct summary s;
 	char size[32], more[32];
 	size_t reported, i;
 	json_t *problem;
 
-	if (!read_summary(merged, &s, NULL))
-		return -1;
+	if (!read_summary(merged, NULL, &s))
+		return NOPFS_ERR_FORMAT;
 	reported = json_array_size(s.reported);
 	fprintf(out, "nopfs: job %s on %" PRIu64 " node%s", s.job_id, s.nodes_expected,
 	        s.nodes_expected == 1 ? "" : "s");
@@ -159,5 +157,5 @@ int nopfs_report_print_summary(const json_t *merged, FILE *out)
 		fprintf(out, "nopfs: problems: none\n");
 	json_array_foreach(s.problems, i, problem)
 	        fprintf(out, "nopfs: problem: %s\n", json_string_value(problem));
-	return ferror(out) ? -1 : 0;
+	return ferror(out) ? NOPFS_ERR_IO : NOPFS_OK;
 }

@@ -12,17 +12,10 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "common/clock.h"
 
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS   30000
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
 
 bool nopfs_channel_init(struct nopfs_channel *channel, const char *socket_path, int32_t rank,
                         uint32_t flags, int timeout_ms)
@@ -85,7 +78,7 @@ void nopfs_channel_fail(struct nopfs_channel *channel)
 	if (delay > BACKOFF_MAX_MS)
 		delay = BACKOFF_MAX_MS;
 	channel->failures++;
-	channel->retry_at_ms = monotonic_ms() + delay;
+	channel->retry_at_ms = nopfs_clock_now_ms() + delay;
 }
 
 /* Open a connected, blocking, close-on-exec socket with a send timeout. */
@@ -228,7 +221,7 @@ nopfs_status nopfs_channel_call(struct nopfs_channel *channel, struct nopfs_wire
 		if (channel->socket >= 0 && channel->pid != getpid())
 			nopfs_channel_close(channel);
 		channel->socket = -1;
-		if (channel->retry_at_ms && monotonic_ms() < channel->retry_at_ms) {
+		if (channel->retry_at_ms && nopfs_clock_now_ms() < channel->retry_at_ms) {
 			*why = "backing off after a failure of the agent";
 			return NOPFS_ERR_UNSUPPORTED;
 		}

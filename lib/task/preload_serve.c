@@ -29,6 +29,7 @@
 #include "preload.h"
 #include "preload_real.h"
 #include "runtime.h"
+#include "common/clock.h"
 
 /* The open flags served; any other flag (O_CREAT, O_DIRECTORY, O_PATH, ...) is not. */
 #define SERVED_FLAGS (O_ACCMODE | O_CLOEXEC | O_NONBLOCK | O_LARGEFILE | O_NOCTTY | O_NOATIME)
@@ -89,14 +90,6 @@ static void debug_log(const char *format, ...)
 	line[length++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)length) < 0)
 		return; /* nowhere to say it */
-}
-
-static int64_t monotonic_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
 /* Copy @value into @out when it fits; false otherwise. */
@@ -293,7 +286,7 @@ static int ask_agent(const char *relative, int flags, uint64_t **counter)
 		*counter = &counts.fallback_other;
 		return -1;
 	}
-	if (monotonic_ms() < __atomic_load_n(&link_down_until_ms, __ATOMIC_RELAXED)) {
+	if (nopfs_clock_now_ms() < __atomic_load_n(&link_down_until_ms, __ATOMIC_RELAXED)) {
 		*counter = &counts.fallback_backoff;
 		return -1;
 	}

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "wire.h"
+#include "common/clock.h"
 
 /* Fixed payload lengths, and the fixed part of the variable-length ones. */
 #define HELLO_LENGTH       12
@@ -467,14 +468,6 @@ nopfs_status nopfs_wire_send(int socket, const struct nopfs_wire_message *messag
 	return status;
 }
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
 /* Wait until @socket is readable or @deadline (ms, < 0: never) passes. */
 static nopfs_status wait_readable(int socket, int64_t deadline)
 {
@@ -484,7 +477,7 @@ static nopfs_status wait_readable(int socket, int64_t deadline)
 		int ready;
 
 		if (deadline >= 0) {
-			int64_t left = deadline - monotonic_ms();
+			int64_t left = deadline - nopfs_clock_now_ms();
 
 			timeout = left > 0 ? (int)(left < INT32_MAX ? left : INT32_MAX) : 0;
 		}
@@ -570,7 +563,7 @@ static nopfs_status receive_exact(int socket, uint8_t *data, size_t length, int 
 nopfs_status nopfs_wire_receive(int socket, uint8_t *buffer, struct nopfs_wire_message *message,
                                 int *fd, int timeout_ms, const char **why)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : monotonic_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : nopfs_clock_now_ms() + timeout_ms;
 	int passed = -1;
 	uint32_t length;
 	nopfs_status status;

@@ -16,7 +16,7 @@
 #include "log_capture.h"
 #include "peer/peer.h"
 #include "report/report.h"
-#include "timing.h"
+#include "common/clock.h"
 
 static char work[] = "/tmp/check_job_report.XXXXXX";
 static struct agent agent;
@@ -34,8 +34,8 @@ static json_t *node_report(uint32_t node, const char *job_id, json_int_t pfs)
 	                 "s:{s:i, s:f, s:f}, s:{s:i}}",
 	                 "job_id", job_id, "node", (int)node, "job", "dataset", "/data", "samples",
 	                 10, "epochs", 2, "world_size", 4, "delivered_staged", delivered,
-	                 "delivered_on_request", delivered, "pfs", "bytes", pfs, "probe_bytes",
-	                 0, "dataset_bytes", 100, "stall", "requests", 0, "seconds", 0.0,
+	                 "delivered_on_request", delivered, "pfs", "bytes", pfs, "probe_bytes", 0,
+	                 "dataset_bytes", 100, "stall", "requests", 0, "seconds", 0.0,
 	                 "max_seconds", 0.0, "fallbacks", "timeout", 0);
 }
 
@@ -132,11 +132,11 @@ START_TEST(late_missing_and_foreign)
 	write_report(2, "another-job", 5000); /* a leftover of another job */
 	ck_assert_int_eq(pthread_create(&writer, NULL, write_later, NULL), 0);
 	log_capture_start();
-	started = now_ns();
+	started = nopfs_clock_now_ns();
 	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
 	/* Waited the whole --merge-wait for node 2, and no more. */
-	ck_assert_uint_ge(now_ns() - started, 1000000000ull);
-	ck_assert_uint_lt(now_ns() - started, 1500000000ull);
+	ck_assert_uint_ge(nopfs_clock_now_ns() - started, 1000000000ull);
+	ck_assert_uint_lt(nopfs_clock_now_ns() - started, 1500000000ull);
 	pthread_join(writer, NULL);
 	ck_assert_msg(log_captured("no report from node 2"), "%s", log_capture_buffer);
 	ck_assert_msg(log_captured("report of job 'another-job'"), "%s", log_capture_buffer);
@@ -158,9 +158,9 @@ START_TEST(all_there_no_wait)
 	write_report(1, "job", 2000);
 	write_report(2, "job", 3000);
 	/* Node 0's own file is missing: its report is built in memory instead. */
-	started = now_ns();
+	started = nopfs_clock_now_ns();
 	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
-	ck_assert_uint_lt(now_ns() - started, 1000000000ull);
+	ck_assert_uint_lt(nopfs_clock_now_ns() - started, 1000000000ull);
 	merged = merged_report();
 	ck_assert_int_eq(json_integer_value(json_object_get(merged, "pfs_bytes")), 6000);
 	ck_assert_int_eq(json_array_size(json_object_get(merged, "nodes_missing")), 0);
@@ -179,19 +179,19 @@ START_TEST(lost_node_not_waited_for)
 	agent.peers = (struct peer_plane *)&plane_stand_in;
 	write_report(1, "job", 2000);
 	lost[2] = true;
-	started = now_ns();
+	started = nopfs_clock_now_ns();
 	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
-	ck_assert_uint_ge(now_ns() - started, 1000000000ull);
-	ck_assert_uint_lt(now_ns() - started, 3000000000ull);
+	ck_assert_uint_ge(nopfs_clock_now_ns() - started, 1000000000ull);
+	ck_assert_uint_lt(nopfs_clock_now_ns() - started, 3000000000ull);
 	merged = merged_report();
 	ck_assert_int_eq(json_array_size(json_object_get(merged, "nodes_missing")), 1);
 	json_decref(merged);
 	/* one not lost is waited for */
 	lost[2] = false;
 	agent.options.merge_wait = 2;
-	started = now_ns();
+	started = nopfs_clock_now_ns();
 	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
-	ck_assert_uint_ge(now_ns() - started, 2000000000ull);
+	ck_assert_uint_ge(nopfs_clock_now_ns() - started, 2000000000ull);
 }
 END_TEST
 
@@ -222,9 +222,9 @@ START_TEST(interim_reports_wait_for_the_last)
 	write_report_final(1, 500, false); /* interim: node 1 still serves */
 	write_report_final(2, 700, false); /* interim, and node 2 never finishes */
 	ck_assert_int_eq(pthread_create(&writer, NULL, finish_node_1, NULL), 0);
-	started = now_ns();
+	started = nopfs_clock_now_ns();
 	ck_assert_int_eq(job_report_write(&agent), NOPFS_OK);
-	ck_assert_uint_ge(now_ns() - started, 2000000000ull);
+	ck_assert_uint_ge(nopfs_clock_now_ns() - started, 2000000000ull);
 	pthread_join(writer, NULL);
 	merged = merged_report();
 	/* node 1's last report, node 2's interim one, named as such */

@@ -22,6 +22,7 @@
 #endif
 
 #include "peer/peer.h"
+#include "common/clock.h"
 
 #define PRESENT 2 /* state byte of a sample in the arena */
 #define FILLING 1 /* state byte of a sample not there yet */
@@ -132,12 +133,8 @@ static inline nopfs_status store_fill(void *arg, nopfs_sample_id sample, void *b
                                       uint64_t size, uint64_t deadline_ns)
 {
 	struct store *store = arg;
-	struct timespec now;
-	uint64_t left_us;
+	uint64_t left_us = (deadline_ns - nopfs_clock_now_ns()) / 1000u;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	left_us = (deadline_ns - ((uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec)) /
-	          1000u;
 	if (store->fill_honors_deadline && store->fill_delay_ms * 1000u > left_us) {
 		usleep((useconds_t)left_us); /* a slow fill that gives up in time */
 		atomic_fetch_add(&store->fills, 1);
@@ -209,12 +206,10 @@ static inline void connect_to(struct peer_plane *from, struct peer_plane *to, ui
 	free(packed);
 }
 
+/* CLOCK_MONOTONIC in milliseconds, for the tests' timings. */
 static inline double now_ms(void)
 {
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+	return nopfs_clock_seconds() * 1e3;
 }
 
 /* A get of @sample of @store from @node into @dest. */

@@ -28,6 +28,7 @@
 
 #include "probe/probe.h"
 #include "common/log.h"
+#include "common/clock.h"
 
 #define FILE_COUNT  200
 #define MEAN_SIZE   (64 * 1024)
@@ -83,14 +84,6 @@ static inline bool logged_at(const char *level, const char *text)
 		}
 	}
 	return false;
-}
-
-static inline double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 /* A path under the test directory (one of a few static buffers). */

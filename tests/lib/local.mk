@@ -3,6 +3,12 @@
 
 check_PROGRAMS += \
 	tests/lib/common/check_units \
+	tests/lib/common/check_fdio \
+	tests/lib/common/check_atomic_file \
+	tests/lib/common/check_clock \
+	tests/lib/common/check_dirs \
+	tests/lib/common/check_log \
+	tests/lib/common/check_optable \
 	tests/lib/catalog/check_catalog \
 	tests/lib/catalog/check_catalog_cache \
 	tests/lib/plan/check_layout \
@@ -19,6 +25,30 @@ tests_lib_common_check_units_SOURCES = tests/lib/common/check_units.c
 tests_lib_common_check_units_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_units_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_common_check_units_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_fdio_SOURCES = tests/lib/common/check_fdio.c
+tests_lib_common_check_fdio_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_fdio_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_fdio_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_atomic_file_SOURCES = tests/lib/common/check_atomic_file.c
+tests_lib_common_check_atomic_file_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_atomic_file_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_atomic_file_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_clock_SOURCES = tests/lib/common/check_clock.c
+tests_lib_common_check_clock_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_clock_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_clock_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_dirs_SOURCES = tests/lib/common/check_dirs.c
+tests_lib_common_check_dirs_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_dirs_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_dirs_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_log_SOURCES = tests/lib/common/check_log.c
+tests_lib_common_check_log_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_log_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_log_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_optable_SOURCES = tests/lib/common/check_optable.c
+tests_lib_common_check_optable_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_optable_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_optable_LDADD = $(UNIT_TEST_LIBS)
 
 tests_lib_catalog_check_catalog_SOURCES = tests/lib/catalog/check_catalog.c
 tests_lib_catalog_check_catalog_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
@@ -74,6 +104,12 @@ tests_lib_report_check_report_LDADD = lib/report/libnopfs_report.la $(UNIT_TEST_
 
 TESTS += \
 	tests/lib/common/check_units \
+	tests/lib/common/check_fdio \
+	tests/lib/common/check_atomic_file \
+	tests/lib/common/check_clock \
+	tests/lib/common/check_dirs \
+	tests/lib/common/check_log \
+	tests/lib/common/check_optable \
 	tests/lib/plan/check_layout \
 	tests/lib/plan/check_model \
 	tests/lib/plan/check_placement \

@@ -5,7 +5,6 @@
  */
 #include "config.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,183 +14,149 @@
 
 #include "catalog/catalog.h"
 #include "common/log.h"
+#include "common/optable.h"
 #include "plan.h"
 #include "common/units.h"
+#include "common/clock.h"
 
-static const char usage_text[] =
-        "Usage: nopfs-plan [DATASET] [JOB] [OUTPUT]\n"
-        "\n"
-        "Dataset (one of):\n"
-        "  --dataset DIR           torchvision ImageFolder tree\n"
-        "  --list FILE             list file, one sample per line [LABEL]; paths relative to "
-        "--root\n"
-        "  --root DIR              dataset root for --list (default: the list file's directory)\n"
-        "  --synthetic F:MEAN[:SD] F samples, sizes ~ N(MEAN, SD^2), e.g. 1281167:110K:20K\n"
-        "  --extensions LIST       file extensions for --dataset (default: torchvision's images)\n"
-        "  --cache-dir DIR         reuse a validated catalog cache in DIR\n"
-        "\n"
-        "Job:\n"
-        "  --nodes N               nodes (default: 1, or the length of --tasks-per-node)\n"
-        "  --tasks-per-node LIST   ranks per node: 4, or 2,2,1, or 2(x3),1 (default 1)\n"
-        "  --distribution D        block, cyclic or plane=N (default block)\n"
-        "  --epochs E              epochs (default 1)\n"
-        "  --seed S                DistributedSampler seed (default 0)\n"
-        "  --drop-last             DistributedSampler(drop_last=True)\n"
-        "  --no-shuffle            DistributedSampler(shuffle=False)\n"
-        "  --tier SPEC             a tier of every node, fastest first: ram:SIZE, ram:N%,\n"
-        "                          ssd:SIZE or ssd:DIR:SIZE (repeatable or comma-separated)\n"
-        "  --threads T             threads for planning (default: online CPUs)\n"
-        "\n"
-        "Output:\n"
-        "  --node N                only node N's view (cheaper for large jobs)\n"
-        "  --no-compare            skip NoPFS's greedy placement\n"
-        "  --json                  JSON instead of a table\n"
-        "  --print-catalog         print index, label, size and path of every sample\n"
-        "  --print-stream RANK|all print RANK's sample indices in --stream-epoch\n"
-        "  --stream-epoch E        epoch for --print-stream (default 0)\n"
-        "  --help                  this text\n";
+/* The options with their own checks: each stores its value, or logs why not. */
 
-enum {
-	OPT_DATASET = 256,
-	OPT_LIST,
-	OPT_ROOT,
-	OPT_SYNTHETIC,
-	OPT_EXTENSIONS,
-	OPT_CACHE_DIR,
-	OPT_NODES,
-	OPT_TASKS,
-	OPT_DISTRIBUTION,
-	OPT_EPOCHS,
-	OPT_SEED,
-	OPT_DROP_LAST,
-	OPT_NO_SHUFFLE,
-	OPT_TIER,
-	OPT_THREADS,
-	OPT_NODE,
-	OPT_NO_COMPARE,
-	OPT_JSON,
-	OPT_PRINT_CATALOG,
-	OPT_PRINT_STREAM,
-	OPT_STREAM_EPOCH,
-	OPT_HELP,
-};
-
-static const struct option long_options[] = {
-	{ "dataset", required_argument, NULL, OPT_DATASET },
-	{ "list", required_argument, NULL, OPT_LIST },
-	{ "root", required_argument, NULL, OPT_ROOT },
-	{ "synthetic", required_argument, NULL, OPT_SYNTHETIC },
-	{ "extensions", required_argument, NULL, OPT_EXTENSIONS },
-	{ "cache-dir", required_argument, NULL, OPT_CACHE_DIR },
-	{ "nodes", required_argument, NULL, OPT_NODES },
-	{ "tasks-per-node", required_argument, NULL, OPT_TASKS },
-	{ "distribution", required_argument, NULL, OPT_DISTRIBUTION },
-	{ "epochs", required_argument, NULL, OPT_EPOCHS },
-	{ "seed", required_argument, NULL, OPT_SEED },
-	{ "drop-last", no_argument, NULL, OPT_DROP_LAST },
-	{ "no-shuffle", no_argument, NULL, OPT_NO_SHUFFLE },
-	{ "tier", required_argument, NULL, OPT_TIER },
-	{ "threads", required_argument, NULL, OPT_THREADS },
-	{ "node", required_argument, NULL, OPT_NODE },
-	{ "no-compare", no_argument, NULL, OPT_NO_COMPARE },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "print-catalog", no_argument, NULL, OPT_PRINT_CATALOG },
-	{ "print-stream", required_argument, NULL, OPT_PRINT_STREAM },
-	{ "stream-epoch", required_argument, NULL, OPT_STREAM_EPOCH },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
-
-static bool parse_option(int option, const char *arg, struct plan_options *o)
+static bool parse_dataset(const char *value, void *options)
 {
-	uint64_t value;
+	struct plan_options *o = options;
 
-	switch (option) {
-	case OPT_DATASET:
-		o->catalog.root = arg;
-		o->catalog.format = NOPFS_INDEX_IMAGEFOLDER;
-		o->has_dataset = true;
-		return true;
-	case OPT_LIST:
-		o->catalog.list_path = arg;
-		o->catalog.format = NOPFS_INDEX_LIST;
-		o->has_dataset = true;
-		return true;
-	case OPT_ROOT:
-		o->catalog.root = arg;
-		return true;
-	case OPT_SYNTHETIC:
-		o->synthetic = true;
-		return nopfs_synthetic_parse(arg, "--synthetic", &o->synthetic_spec) == NOPFS_OK;
-	case OPT_EXTENSIONS:
-		o->catalog.extensions = arg;
-		return true;
-	case OPT_CACHE_DIR:
-		o->catalog.cache_dir = arg;
-		return true;
-	case OPT_NODES:
-		if (!nopfs_parse_uint_option("nodes", arg, 1, UINT16_MAX - 1, &value))
-			return false;
-		o->nodes = (uint32_t)value;
-		o->nodes_given = true;
-		return true;
-	case OPT_TASKS:
-		o->tasks_text = arg;
-		return true;
-	case OPT_DISTRIBUTION:
-		return nopfs_layout_parse_distribution(arg, &o->distribution, &o->plane_size) ==
-		       NOPFS_OK;
-	case OPT_EPOCHS:
-		if (!nopfs_parse_uint_option("epochs", arg, 1, UINT16_MAX - 1, &value))
-			return false;
-		o->epochs = (uint32_t)value;
-		return true;
-	case OPT_SEED:
-		return nopfs_sampler_parse_seed(arg, &o->sampler) == NOPFS_OK;
-	case OPT_DROP_LAST:
-		o->sampler.drop_last = true;
-		return true;
-	case OPT_NO_SHUFFLE:
-		o->sampler.shuffle = false;
-		return true;
-	case OPT_TIER:
-		return nopfs_tierspec_parse(arg, "--tier", false, &o->tiers) == NOPFS_OK;
-	case OPT_THREADS:
-		if (!nopfs_parse_uint_option("threads", arg, 1, 1024, &value))
-			return false;
-		o->threads = (unsigned int)value;
-		return true;
-	case OPT_NODE:
-		if (!nopfs_parse_uint_option("node", arg, 0, UINT16_MAX - 2, &value))
-			return false;
-		o->node = (uint32_t)value;
-		return true;
-	case OPT_NO_COMPARE:
-		o->compare = false;
-		return true;
-	case OPT_JSON:
-		o->json = true;
-		return true;
-	case OPT_PRINT_CATALOG:
-		o->print_catalog = true;
-		return true;
-	case OPT_PRINT_STREAM:
-		o->print_stream = true;
-		if (strcmp(arg, "all") == 0) {
-			o->stream_all_ranks = true;
-			return true;
-		}
-		if (!nopfs_parse_uint_option("print-stream", arg, 0, UINT32_MAX - 1, &value))
-			return false;
-		o->stream_rank = (uint32_t)value;
-		return true;
-	case OPT_STREAM_EPOCH:
-		return nopfs_parse_uint_option("stream-epoch", arg, 0, UINT32_MAX,
-		                               &o->stream_epoch);
-	default:
-		return false;
-	}
+	o->catalog.root = value;
+	o->catalog.format = NOPFS_INDEX_IMAGEFOLDER;
+	o->has_dataset = true;
+	return true;
 }
+
+static bool parse_list(const char *value, void *options)
+{
+	struct plan_options *o = options;
+
+	o->catalog.list_path = value;
+	o->catalog.format = NOPFS_INDEX_LIST;
+	o->has_dataset = true;
+	return true;
+}
+
+static bool parse_synthetic(const char *value, void *options)
+{
+	struct plan_options *o = options;
+
+	o->synthetic = true;
+	return nopfs_synthetic_parse(value, "--synthetic", &o->synthetic_spec) == NOPFS_OK;
+}
+
+static bool parse_nodes(const char *value, void *options)
+{
+	struct plan_options *o = options;
+	uint64_t nodes;
+
+	if (!nopfs_parse_uint_option("nodes", value, 1, UINT16_MAX - 1, &nodes))
+		return false;
+	o->nodes = (uint32_t)nodes;
+	o->nodes_given = true;
+	return true;
+}
+
+static bool parse_distribution(const char *value, void *options)
+{
+	struct plan_options *o = options;
+
+	return nopfs_layout_parse_distribution(value, &o->distribution, &o->plane_size) == NOPFS_OK;
+}
+
+static bool parse_seed(const char *value, void *options)
+{
+	return nopfs_sampler_parse_seed(value, &((struct plan_options *)options)->sampler) ==
+	       NOPFS_OK;
+}
+
+static bool parse_tier(const char *value, void *options)
+{
+	return nopfs_tierspec_parse(value, "--tier", false,
+	                            &((struct plan_options *)options)->tiers) == NOPFS_OK;
+}
+
+static bool parse_print_stream(const char *value, void *options)
+{
+	struct plan_options *o = options;
+	uint64_t rank;
+
+	o->print_stream = true;
+	if (strcmp(value, "all") == 0) {
+		o->stream_all_ranks = true;
+		return true;
+	}
+	if (!nopfs_parse_uint_option("print-stream", value, 0, UINT32_MAX - 1, &rank))
+		return false;
+	o->stream_rank = (uint32_t)rank;
+	return true;
+}
+
+#define FIELD(field) NOPFS_OPTION_FIELD(struct plan_options, field)
+
+static const struct nopfs_option option_rows[] = {
+	{ NOPFS_OPT_TEXT("Dataset (one of):") },
+	{ NOPFS_OPT_CALL("dataset", "DIR", "torchvision ImageFolder tree", parse_dataset) },
+	{ NOPFS_OPT_CALL("list", "FILE",
+	                 "list file, one sample per line [LABEL]; paths relative to --root",
+	                 parse_list) },
+	{ NOPFS_OPT_STRING("root", "DIR",
+	                   "dataset root for --list (default: the list file's directory)",
+	                   FIELD(catalog.root)) },
+	{ NOPFS_OPT_CALL("synthetic", "F:MEAN[:SD]",
+	                 "F samples, sizes ~ N(MEAN, SD^2), e.g. 1281167:110K:20K",
+	                 parse_synthetic) },
+	{ NOPFS_OPT_STRING("extensions", "LIST",
+	                   "file extensions for --dataset (default: torchvision's images)",
+	                   FIELD(catalog.extensions)) },
+	{ NOPFS_OPT_STRING("cache-dir", "DIR", "reuse a validated catalog cache in DIR",
+	                   FIELD(catalog.cache_dir)) },
+	{ NOPFS_OPT_TEXT("") },
+	{ NOPFS_OPT_TEXT("Job:") },
+	{ NOPFS_OPT_CALL("nodes", "N", "nodes (default: 1, or the length of --tasks-per-node)",
+	                 parse_nodes) },
+	{ NOPFS_OPT_STRING("tasks-per-node", "LIST",
+	                   "ranks per node: 4, or 2,2,1, or 2(x3),1 (default 1)",
+	                   FIELD(tasks_text)) },
+	{ NOPFS_OPT_CALL("distribution", "D", "block, cyclic or plane=N (default block)",
+	                 parse_distribution) },
+	{ NOPFS_OPT_UINT("epochs", "E", "epochs (default 1)", FIELD(epochs), 1, UINT16_MAX - 1) },
+	{ NOPFS_OPT_CALL("seed", "S", "DistributedSampler seed (default 0)", parse_seed) },
+	{ NOPFS_OPT_FLAG("drop-last", "DistributedSampler(drop_last=True)",
+	                 FIELD(sampler.drop_last), true) },
+	{ NOPFS_OPT_FLAG("no-shuffle", "DistributedSampler(shuffle=False)", FIELD(sampler.shuffle),
+	                 false) },
+	{ NOPFS_OPT_CALL("tier", "SPEC",
+	                 "a tier of every node, fastest first: ram:SIZE, ram:N%,\n"
+	                 "ssd:SIZE or ssd:DIR:SIZE (repeatable or comma-separated)",
+	                 parse_tier) },
+	{ NOPFS_OPT_UINT("threads", "T", "threads for planning (default: online CPUs)",
+	                 FIELD(threads), 1, 1024) },
+	{ NOPFS_OPT_TEXT("") },
+	{ NOPFS_OPT_TEXT("Output:") },
+	{ NOPFS_OPT_UINT("node", "N", "only node N's view (cheaper for large jobs)", FIELD(node), 0,
+	                 UINT16_MAX - 2) },
+	{ NOPFS_OPT_FLAG("no-compare", "skip NoPFS's greedy placement", FIELD(compare), false) },
+	{ NOPFS_OPT_FLAG("json", "JSON instead of a table", FIELD(json), true) },
+	{ NOPFS_OPT_FLAG("print-catalog", "print index, label, size and path of every sample",
+	                 FIELD(print_catalog), true) },
+	{ NOPFS_OPT_CALL("print-stream", "RANK|all",
+	                 "print RANK's sample indices in --stream-epoch", parse_print_stream) },
+	{ NOPFS_OPT_UINT("stream-epoch", "E", "epoch for --print-stream (default 0)",
+	                 FIELD(stream_epoch), 0, UINT32_MAX) },
+	{ NOPFS_OPT_HELP("this text") },
+	{ NOPFS_OPT_END },
+};
+
+static const struct nopfs_optable option_table = {
+	.options = option_rows,
+	.usage = "Usage: nopfs-plan [DATASET] [JOB] [OUTPUT]\n\n",
+	.column = 26,
+};
 
 /* Options that only make sense together, checked once all are read. */
 static bool check_options(struct plan_options *o)
@@ -344,14 +309,6 @@ static nopfs_status print_stream(const struct plan_options *o, const struct nopf
 	return fflush(stdout) == 0 ? NOPFS_OK : NOPFS_ERR_IO;
 }
 
-static double seconds_since(const struct timespec *start)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) / 1e9;
-}
-
 static nopfs_status compute_and_print(const struct plan_options *o,
                                       const struct nopfs_catalog *catalog,
                                       const struct nopfs_layout *layout,
@@ -369,19 +326,19 @@ static nopfs_status compute_and_print(const struct plan_options *o,
 	struct plan_result result = {
 		.options = o, .catalog = catalog, .layout = layout, .node_tiers = node_tiers
 	};
-	struct timespec start;
+	double start;
 	nopfs_status status;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	start = nopfs_clock_seconds();
 	status = nopfs_placement_compute(&input, o->node, &result.ours);
 	if (status != NOPFS_OK)
 		return status;
-	result.plan_seconds = seconds_since(&start);
+	result.plan_seconds = nopfs_clock_seconds() - start;
 	if (o->compare) {
 		input.policy = NOPFS_POLICY_GREEDY;
-		clock_gettime(CLOCK_MONOTONIC, &start);
+		start = nopfs_clock_seconds();
 		status = nopfs_placement_compute(&input, NOPFS_ALL_NODES, &result.greedy);
-		result.greedy_seconds = seconds_since(&start);
+		result.greedy_seconds = nopfs_clock_seconds() - start;
 	}
 	if (status == NOPFS_OK)
 		status = plan_print(&result);
@@ -453,26 +410,12 @@ int main(int argc, char **argv)
 		.node = NOPFS_ALL_NODES,
 		.compare = true,
 	};
-	int option;
+	nopfs_status status = nopfs_optable_parse(&option_table, argc, argv, &options, NULL);
 
-	opterr = 0;
-	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		if (option == OPT_HELP) {
-			fputs(usage_text, stdout);
-			return 0;
-		}
-		if (option == '?') {
-			nopfs_error("unknown or incomplete option '%s'; see --help",
-			            argv[optind - 1]);
-			return 2;
-		}
-		if (!parse_option(option, optarg, &options))
-			return 2;
-	}
-	if (optind < argc) {
-		nopfs_error("unexpected argument '%s'; see --help", argv[optind]);
-		return 2;
-	}
+	if (status == NOPFS_ERR_EMPTY)
+		nopfs_optable_print_help(&option_table, stdout);
+	if (status != NOPFS_OK)
+		return status == NOPFS_ERR_EMPTY ? 0 : 2;
 	if (!check_options(&options))
 		return 2;
 	return run(&options) == NOPFS_OK ? 0 : 1;

@@ -4,41 +4,14 @@
  */
 #include "config.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/log.h"
+#include "common/optable.h"
 #include "report/report.h"
 #include "common/units.h"
-
-static const char usage_text[] =
-        "Usage: nopfs-report [--merge OUT] [--expect N] FILE...\n"
-        "\n"
-        "Merge the per-node reports of a nopfs job (nopfs-agent --report) into one\n"
-        "job report, or print the summary of one. The summary goes to stderr.\n"
-        "\n"
-        "  --merge OUT   merge the node reports FILE... into the job report OUT\n"
-        "                (written atomically, mode 0644) and print its summary\n"
-        "  --expect N    the job ran on N nodes (default: the highest node index\n"
-        "                reported + 1); nodes without a report are listed as missing\n"
-        "  --help        this text\n"
-        "\n"
-        "Without --merge, FILE is one job report (or one node's report, merged alone).\n"
-        "Exit status: 0 done, 1 on any error.\n";
-
-enum {
-	OPT_MERGE = 256,
-	OPT_EXPECT,
-	OPT_HELP,
-};
-
-static const struct option long_options[] = {
-	{ "merge", required_argument, NULL, OPT_MERGE },
-	{ "expect", required_argument, NULL, OPT_EXPECT },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ NULL, 0, NULL, 0 },
-};
 
 struct report_options {
 	const char *merge_path; /* NULL: summary only */
@@ -47,40 +20,47 @@ struct report_options {
 	int file_count;
 };
 
+#define FIELD(field) NOPFS_OPTION_FIELD(struct report_options, field)
+
+static const struct nopfs_option option_rows[] = {
+	{ NOPFS_OPT_STRING("merge", "OUT",
+	                   "merge the node reports FILE... into the job report OUT\n"
+	                   "(written atomically, mode 0644) and print its summary",
+	                   FIELD(merge_path)) },
+	{ NOPFS_OPT_UINT("expect", "N",
+	                 "the job ran on N nodes (default: the highest node index\n"
+	                 "reported + 1); nodes without a report are listed as missing",
+	                 FIELD(expected_nodes), 1, 1u << 20) },
+	{ NOPFS_OPT_HELP("this text") },
+	{ NOPFS_OPT_END },
+};
+
+static const struct nopfs_optable option_table = {
+	.options = option_rows,
+	.usage = "Usage: nopfs-report [--merge OUT] [--expect N] FILE...\n"
+	         "\n"
+	         "Merge the per-node reports of a nopfs job (nopfs-agent --report) into one\n"
+	         "job report, or print the summary of one. The summary goes to stderr.\n"
+	         "\n",
+	.epilogue =
+	        "\n"
+	        "Without --merge, FILE is one job report (or one node's report, merged alone).\n"
+	        "Exit status: 0 done, 1 on any error.\n",
+	.column = 16,
+};
+
 /* 0 to go on, 1 on an error, -1 after --help. */
 static int parse_options(int argc, char **argv, struct report_options *o)
 {
-	uint64_t value;
-	int option;
+	int operands;
+	nopfs_status status = nopfs_optable_parse(&option_table, argc, argv, o, &operands);
 
-	opterr = 0;
-	while ((option = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
-		switch (option) {
-		case OPT_MERGE:
-			o->merge_path = optarg;
-			break;
-		case OPT_EXPECT:
-			if (nopfs_parse_uint(optarg, 1, 1u << 20, &value) != NOPFS_OK) {
-				fprintf(stderr,
-				        "nopfs-report: --expect: '%s' is not an integer in 1 .. "
-				        "%u\n",
-				        optarg, 1u << 20);
-				return 1;
-			}
-			o->expected_nodes = (uint32_t)value;
-			break;
-		case OPT_HELP:
-			fputs(usage_text, stdout);
-			return -1;
-		default:
-			fprintf(stderr,
-			        "nopfs-report: unknown or incomplete option '%s'; see --help\n",
-			        argv[optind - 1]);
-			return 1;
-		}
-	}
-	o->files = argv + optind;
-	o->file_count = argc - optind;
+	if (status == NOPFS_ERR_EMPTY)
+		nopfs_optable_print_help(&option_table, stdout);
+	if (status != NOPFS_OK)
+		return status == NOPFS_ERR_EMPTY ? -1 : 1;
+	o->files = argv + operands;
+	o->file_count = argc - operands;
 	if (o->file_count == 0) {
 		fprintf(stderr, "nopfs-report: no report given; see --help\n");
 		return 1;
@@ -111,18 +91,15 @@ static bool is_job_report(const json_t *report)
 	return json_is_object(report) && json_object_get(report, "per_node");
 }
 
-static void print_error(char **files, const struct nopfs_report_error *error)
+/* The libraries' messages, as the tool's own: "nopfs-report: ..." on stderr. */
+static void tool_sink(nopfs_log_level level, const char *message, void *arg)
 {
-	if (error->input == NOPFS_REPORT_NO_INPUT)
-		fprintf(stderr, "nopfs-report: %s\n", error->text);
-	else
-		fprintf(stderr, "nopfs-report: %s: %s\n", files[error->input], error->text);
+	fprintf(stderr, "nopfs-report: %s\n", message);
 }
 
 /* Load, check and merge the node reports; NULL after printing why. */
 static json_t *merge_files(const struct report_options *o)
 {
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	json_t **nodes = calloc((size_t)o->file_count, sizeof(*nodes)), *merged = NULL;
 	int loaded = 0;
 
@@ -141,9 +118,8 @@ static json_t *merge_files(const struct report_options *o)
 			goto out_nodes;
 		}
 	}
-	merged = nopfs_report_merge(nodes, (size_t)loaded, o->expected_nodes, &error);
-	if (!merged)
-		print_error(o->files, &error);
+	nopfs_report_merge(nodes, (const char *const *)o->files, (size_t)loaded, o->expected_nodes,
+	                   &merged);
 out_nodes:
 	for (int i = 0; i < loaded; i++)
 		json_decref(nodes[i]);
@@ -154,7 +130,6 @@ out_nodes:
 /* One file, no --merge: a job report, or a node report merged alone. */
 static json_t *load_one(const struct report_options *o)
 {
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	json_t *report = load(o->files[0]);
 
 	if (!report)
@@ -163,8 +138,7 @@ static json_t *load_one(const struct report_options *o)
 		json_decref(report);
 		return merge_files(o); /* one node's report: merged alone */
 	}
-	if (!nopfs_report_check_merged(report, &error)) {
-		fprintf(stderr, "nopfs-report: %s: %s\n", o->files[0], error.text);
+	if (nopfs_report_check_merged(report, o->files[0]) != NOPFS_OK) {
 		json_decref(report);
 		return NULL;
 	}
@@ -174,21 +148,21 @@ static json_t *load_one(const struct report_options *o)
 int main(int argc, char **argv)
 {
 	struct report_options options = { 0 };
-	struct nopfs_report_error error = { .input = NOPFS_REPORT_NO_INPUT };
 	json_t *merged;
-	int rc = parse_options(argc, argv, &options);
+	int rc;
 
+	nopfs_log_set_sink(tool_sink, NULL, NOPFS_LOG_ERROR);
+	rc = parse_options(argc, argv, &options);
 	if (rc != 0)
 		return rc < 0 ? 0 : 1;
 	merged = options.merge_path ? merge_files(&options) : load_one(&options);
 	if (!merged)
 		return 1;
 	rc = 0;
-	if (options.merge_path && nopfs_report_write(merged, options.merge_path, 0644, &error)) {
-		fprintf(stderr, "nopfs-report: %s: %s\n", options.merge_path, error.text);
+	if (options.merge_path &&
+	    nopfs_report_write(merged, options.merge_path, 0644, options.merge_path) != NOPFS_OK)
 		rc = 1;
-	}
-	if (nopfs_report_print_summary(merged, stderr) != 0)
+	if (nopfs_report_print_summary(merged, stderr) != NOPFS_OK)
 		rc = 1;
 	json_decref(merged);
 	return rc;

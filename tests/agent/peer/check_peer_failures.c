@@ -171,7 +171,7 @@ static void __attribute__((noreturn)) child_main(int to_parent, int from_parent)
 	if (peer_plane_create(&config, &plane) != NOPFS_OK)
 		_exit(2);
 	if (pipe_send_record(to_parent, plane) || pipe_receive_record(from_parent, plane, 0) ||
-	    pipe_write_all(to_parent, &ready, 1))
+	    nopfs_write_all(to_parent, &ready, 1))
 		_exit(3);
 	while (read(from_parent, &ready, 1) > 0)
 		;
@@ -209,7 +209,7 @@ static void child_start(struct child *child, struct peer_plane **plane, struct s
 	*plane = plane_start(0, store, TIMEOUT_MS);
 	ck_assert_int_eq(pipe_receive_record(child->from_child, *plane, 1), 0);
 	ck_assert_int_eq(pipe_send_record(child->to_child, *plane), 0);
-	ck_assert_int_eq(pipe_read_all(child->from_child, &ready, 1), 0);
+	ck_assert_int_eq(nopfs_read_exact(child->from_child, &ready, 1), NOPFS_OK);
 }
 
 static void child_kill(struct child *child)

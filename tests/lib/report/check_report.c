@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "log_capture.h"
 #include "report/report.h"
 
 /*
@@ -77,6 +78,37 @@ static bool has_problem(const json_t *merged, const char *text)
 	return false;
 }
 
+/* What the tests call their inputs: the culprit's name in messages. */
+static const char *const names[] = { "input 0", "input 1", "input 2" };
+
+/* Merge @count of @nodes, the messages captured; NULL on failure. */
+static json_t *merge(json_t *const *nodes, size_t count, uint32_t expected)
+{
+	json_t *merged = NULL;
+	nopfs_status status;
+
+	log_capture_start();
+	status = nopfs_report_merge(nodes, names, count, expected, &merged);
+	ck_assert_int_eq(status == NOPFS_OK, merged != NULL);
+	return merged;
+}
+
+/* Whether @node is a complete node report, the messages captured. */
+static bool check_node(const json_t *node)
+{
+	log_capture_start();
+	return nopfs_report_check_node(node, NULL) == NOPFS_OK;
+}
+
+/* The one message logged since the capture started is @text. */
+static void expect_error(const char *text)
+{
+	char line[512];
+
+	snprintf(line, sizeof(line), "%s\n", text);
+	ck_assert_str_eq(log_capture_buffer, line);
+}
+
 static char *summary_of(const json_t *merged)
 {
 	char *text = NULL;
@@ -84,7 +116,7 @@ static char *summary_of(const json_t *merged)
 	FILE *out = open_memstream(&text, &size);
 
 	ck_assert_ptr_nonnull(out);
-	ck_assert_int_eq(nopfs_report_print_summary(merged, out), 0);
+	ck_assert_int_eq(nopfs_report_print_summary(merged, out), NOPFS_OK);
 	fclose(out);
 	return text;
 }
@@ -97,11 +129,10 @@ START_TEST(merge_three_nodes)
 		node_report(0, "12", 50000, 4000, 100, 10, 0.012),
 		node_report(1, "12", 40000, 3000, 200, 20, 0.005),
 	};
-	struct nopfs_report_error error = { 0 };
-	json_t *merged = nopfs_report_merge(nodes, 3, 3, &error), *per_node;
+	json_t *merged = merge(nodes, 3, 3), *per_node;
 	char *summary;
 
-	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	ck_assert_str_eq(json_string_value(json_object_get(merged, "job_id")), "12");
 	ck_assert_str_eq(json_string_value(json_object_get(merged, "dataset")), "/data");
 	ck_assert_int_eq(integer_at(merged, "dataset_bytes", NULL), 100000);
@@ -161,11 +192,10 @@ START_TEST(missing_node)
 		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
 		node_report(2, "12", 30000, 2000, 300, 30, 0.01),
 	};
-	struct nopfs_report_error error = { 0 };
-	json_t *merged = nopfs_report_merge(nodes, 2, 4, &error), *missing;
+	json_t *merged = merge(nodes, 2, 4), *missing;
 	char *summary;
 
-	ck_assert_msg(merged, "merge failed: %s", error.text);
+	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	missing = json_object_get(merged, "nodes_missing");
 	ck_assert_int_eq(json_array_size(missing), 2);
 	ck_assert_int_eq(json_integer_value(json_array_get(missing, 0)), 1);
@@ -181,14 +211,13 @@ START_TEST(missing_node)
 	json_decref(merged);
 
 	/* Without an expected count: up to the highest node reported. */
-	merged = nopfs_report_merge(nodes, 2, 0, &error);
+	merged = merge(nodes, 2, 0);
 	ck_assert_int_eq(integer_at(merged, "nodes_expected", NULL), 3);
 	ck_assert(has_problem(merged, "no report from node 1"));
 	json_decref(merged);
 	/* A node beyond the expected count is an error naming it. */
-	ck_assert_ptr_null(nopfs_report_merge(nodes, 2, 2, &error));
-	ck_assert_int_eq(error.input, 1);
-	ck_assert_str_eq(error.text, "node 2 is not one of the job's 2 nodes");
+	ck_assert_ptr_null(merge(nodes, 2, 2));
+	expect_error("input 1: node 2 is not one of the job's 2 nodes");
 	json_decref(nodes[0]);
 	json_decref(nodes[1]);
 }
@@ -200,43 +229,40 @@ START_TEST(missing_key)
 		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
 		node_report(1, "12", 30000, 2000, 300, 30, 0.01),
 	};
-	struct nopfs_report_error error = { 0 };
 
 	json_object_del(json_object_get(nodes[1], "pfs"), "probe_bytes");
-	ck_assert_ptr_null(nopfs_report_merge(nodes, 2, 2, &error));
-	ck_assert_int_eq(error.input, 1);
-	ck_assert_str_eq(error.text, "node 1: key 'pfs.probe_bytes' is missing");
-	ck_assert(!nopfs_report_check_node(nodes[1], &error));
-	ck_assert_str_eq(error.text, "node 1: key 'pfs.probe_bytes' is missing");
-	ck_assert(nopfs_report_check_node(nodes[0], &error));
+	ck_assert_ptr_null(merge(nodes, 2, 2));
+	expect_error("input 1: node 1: key 'pfs.probe_bytes' is missing");
+	ck_assert(!check_node(nodes[1]));
+	expect_error("node 1: key 'pfs.probe_bytes' is missing");
+	ck_assert(check_node(nodes[0]));
 	json_object_set_new(json_object_get(nodes[1], "pfs"), "probe_bytes", json_integer(0));
-	ck_assert(nopfs_report_check_node(nodes[1], &error));
+	ck_assert(check_node(nodes[1]));
 
 	/* Deep inside, and a wrong type. */
 	json_object_del(json_object_get(json_object_get(nodes[0], "delivered_on_request"), "ssd"),
 	                "bytes");
-	ck_assert_ptr_null(nopfs_report_merge(nodes, 2, 2, &error));
-	ck_assert_int_eq(error.input, 0);
-	ck_assert_str_eq(error.text, "node 0: key 'delivered_on_request.ssd.bytes' is missing");
+	ck_assert_ptr_null(merge(nodes, 2, 2));
+	expect_error("input 0: node 0: key 'delivered_on_request.ssd.bytes' is missing");
 	json_object_set_new(nodes[1], "job_id", json_integer(12));
-	ck_assert(!nopfs_report_check_node(nodes[1], &error));
-	ck_assert_str_eq(error.text, "node 1: key 'job_id' is not a string");
+	ck_assert(!check_node(nodes[1]));
+	expect_error("node 1: key 'job_id' is not a string");
 	json_object_set_new(nodes[1], "stall",
 	                    json_pack("{s:i, s:s}", "requests", 1, "seconds", "x"));
 	json_object_set_new(nodes[1], "job_id", json_string("12"));
-	ck_assert(!nopfs_report_check_node(nodes[1], &error));
-	ck_assert_str_eq(error.text, "node 1: key 'stall.seconds' is not a non-negative number");
+	ck_assert(!check_node(nodes[1]));
+	expect_error("node 1: key 'stall.seconds' is not a non-negative number");
 	/* No node index: the node is not known. */
 	json_object_del(nodes[1], "node");
-	ck_assert(!nopfs_report_check_node(nodes[1], &error));
-	ck_assert_str_eq(error.text, "key 'node' is missing");
+	ck_assert(!check_node(nodes[1]));
+	expect_error("key 'node' is missing");
 	/* Not even an object. */
 	json_decref(nodes[1]);
 	nodes[1] = json_array();
-	ck_assert(!nopfs_report_check_node(nodes[1], &error));
-	ck_assert_str_eq(error.text, "not a JSON object");
-	ck_assert_ptr_null(nopfs_report_merge(nodes, 0, 0, &error));
-	ck_assert_str_eq(error.text, "no node reports to merge");
+	ck_assert(!check_node(nodes[1]));
+	expect_error("not a JSON object");
+	ck_assert_ptr_null(merge(nodes, 0, 0));
+	expect_error("no node reports to merge");
 	json_decref(nodes[0]);
 	json_decref(nodes[1]);
 }
@@ -249,13 +275,12 @@ START_TEST(disagreeing_reports)
 		node_report(1, "13", 30000, 2000, 300, 30, 0.01),
 		node_report(2, "12", 30000, 2000, 300, 30, 0.01),
 	};
-	struct nopfs_report_error error = { 0 };
 	json_t *merged;
 
 	json_object_set_new(json_object_get(nodes[2], "job"), "epochs", json_integer(4));
 	json_object_set_new(json_object_get(nodes[2], "job"), "dataset", json_string("/other"));
-	merged = nopfs_report_merge(nodes, 3, 3, &error);
-	ck_assert_msg(merged, "merge failed: %s", error.text);
+	merged = merge(nodes, 3, 3);
+	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	/* The figures are node 0's; the others' disagreements are problems. */
 	ck_assert_str_eq(json_string_value(json_object_get(merged, "job_id")), "12");
 	ck_assert(has_problem(merged, "node 1 disagrees on job_id: '13' (node 0: '12')"));
@@ -266,8 +291,8 @@ START_TEST(disagreeing_reports)
 
 	/* Two reports of one node: an error naming the second. */
 	json_object_set_new(nodes[2], "node", json_integer(1));
-	ck_assert_ptr_null(nopfs_report_merge(nodes, 3, 3, &error));
-	ck_assert_str_eq(error.text, "node 1 is reported twice");
+	ck_assert_ptr_null(merge(nodes, 3, 3));
+	expect_error("input 2: node 1 is reported twice");
 	for (int n = 0; n < 3; n++)
 		json_decref(nodes[n]);
 }
@@ -280,7 +305,6 @@ START_TEST(nodes_planned_for_different_steps)
 		node_report(1, "12", 30000, 2000, 300, 30, 0.01),
 		node_report(2, "12", 30000, 2000, 300, 30, 0.01),
 	};
-	struct nopfs_report_error error = { 0 };
 	json_t *merged, *planned = json_pack("{s:I, s:s}", "generation", 5, "outcome", "planned");
 	json_t *refused = json_pack("{s:I, s:s}", "generation", 6, "outcome", "refused");
 	char *summary;
@@ -293,8 +317,8 @@ START_TEST(nodes_planned_for_different_steps)
 	}
 	json_object_set_new(nodes[1], "plan", json_integer(0));
 	json_object_set_new(nodes[1], "replans", json_array());
-	merged = nopfs_report_merge(nodes, 3, 3, &error);
-	ck_assert_msg(merged, "merge failed: %s", error.text);
+	merged = merge(nodes, 3, 3);
+	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 0);
 	ck_assert_int_eq(integer_at(merged, "replans", NULL), 1);
 	summary = summary_of(merged);
@@ -306,14 +330,14 @@ START_TEST(nodes_planned_for_different_steps)
 
 	/* on the same plan, they must agree */
 	json_object_set_new(json_object_get(nodes[2], "job"), "epochs", json_integer(3));
-	merged = nopfs_report_merge(nodes, 3, 3, &error);
-	ck_assert_msg(merged, "merge failed: %s", error.text);
+	merged = merge(nodes, 3, 3);
+	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	ck_assert(has_problem(merged, "node 2 disagrees on epochs: 3 (node 0: 4)"));
 	json_decref(merged);
 	/* "replans" must be an array */
 	json_object_set_new(nodes[1], "replans", json_integer(1));
-	ck_assert_ptr_null(nopfs_report_merge(nodes, 3, 3, &error));
-	ck_assert_str_eq(error.text, "node 1: key 'replans' is not an array");
+	ck_assert_ptr_null(merge(nodes, 3, 3));
+	expect_error("input 1: node 1: key 'replans' is not an array");
 	json_decref(planned);
 	json_decref(refused);
 	for (int n = 0; n < 3; n++)
@@ -327,7 +351,6 @@ START_TEST(health_problems)
 		node_report(0, "12", 50000, 4000, 100, 10, 0.01),
 		node_report(1, "12", 30000, 2000, 300, 30, 0.01),
 	};
-	struct nopfs_report_error error = { 0 };
 	json_t *merged;
 
 	json_object_set_new(json_object_get(nodes[0], "fallbacks"), "timeout", json_integer(3));
@@ -342,8 +365,8 @@ START_TEST(health_problems)
 	                    json_integer(5));
 	/* A node without peers reports null there. */
 	json_object_set_new(nodes[1], "peers", json_null());
-	merged = nopfs_report_merge(nodes, 2, 2, &error);
-	ck_assert_msg(merged, "merge failed: %s", error.text);
+	merged = merge(nodes, 2, 2);
+	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	ck_assert_int_eq(integer_at(merged, "fallbacks", "timeout"), 7);
 	ck_assert_int_eq(integer_at(merged, "fallbacks", "read_error"), 1);
 	ck_assert(has_problem(merged, "7 reads fell back to the PFS (timeout) on nodes 0, 1"));
@@ -362,17 +385,16 @@ END_TEST
 START_TEST(merged_checks_and_write)
 {
 	json_t *node = node_report(0, "7", 500, 100, 4, 0, 0.0), *merged, *back;
-	struct nopfs_report_error error = { 0 };
 	char dir[] = "/tmp/check_report.XXXXXX", path[64];
 	struct stat st;
 	FILE *sink = fopen("/dev/null", "w");
 
-	merged = nopfs_report_merge(&node, 1, 1, &error);
+	merged = merge(&node, 1, 1);
 	ck_assert_ptr_nonnull(merged);
-	ck_assert(nopfs_report_check_merged(merged, &error));
+	ck_assert_int_eq(nopfs_report_check_merged(merged, NULL), NOPFS_OK);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/job.json", dir);
-	ck_assert_int_eq(nopfs_report_write(merged, path, 0644, &error), 0);
+	ck_assert_int_eq(nopfs_report_write(merged, path, 0644, "job report"), NOPFS_OK);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_int_eq(st.st_mode & 0777, 0644);
 	back = json_load_file(path, 0, NULL);
@@ -380,13 +402,16 @@ START_TEST(merged_checks_and_write)
 	json_decref(back);
 	/* Into a directory that does not exist: an error naming the path. */
 	snprintf(path, sizeof(path), "%s/none/job.json", dir);
-	ck_assert_int_eq(nopfs_report_write(merged, path, 0644, &error), -1);
-	ck_assert_msg(strstr(error.text, "/none/job.json"), "%s", error.text);
+	log_capture_start();
+	ck_assert_int_eq(nopfs_report_write(merged, path, 0644, "job report"), NOPFS_ERR_NOT_FOUND);
+	ck_assert_msg(log_captured("job report: cannot create '") && log_captured("/none/job.json"),
+	              "%s", log_capture_buffer);
 
 	json_object_del(merged, "vs_naive");
-	ck_assert(!nopfs_report_check_merged(merged, &error));
-	ck_assert_str_eq(error.text, "key 'vs_naive' is missing");
-	ck_assert_int_eq(nopfs_report_print_summary(merged, sink), -1);
+	log_capture_start();
+	ck_assert_int_eq(nopfs_report_check_merged(merged, "job.json"), NOPFS_ERR_FORMAT);
+	expect_error("job.json: key 'vs_naive' is missing");
+	ck_assert_int_eq(nopfs_report_print_summary(merged, sink), NOPFS_ERR_FORMAT);
 	fclose(sink);
 	snprintf(path, sizeof(path), "%s/job.json", dir);
 	unlink(path);

@@ -22,6 +22,7 @@
 #include "task/nopfs.h"
 #include "task/runtime.h"
 #include "task/wire.h"
+#include "common/clock.h"
 
 #define SAMPLES     6
 #define EMPTY_INDEX 5   /* the sample of size 0 */
@@ -165,14 +166,6 @@ static void short_timeout(void)
 
 	snprintf(text, sizeof(text), "%d", TIMEOUT_MS);
 	setenv(NOPFS_ENV_TIMEOUT_MS, text, 1);
-}
-
-static double now_seconds(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 }
 
 static struct nopfs_client *start_and_connect(int mode)
@@ -340,11 +333,11 @@ START_TEST(silent_agent_times_out_on_connect)
 	short_timeout();
 	agent.mode = FAKE_AGENT_HANG_HELLO;
 	ck_assert_int_eq(fake_agent_start(&agent), 0);
-	start = now_seconds();
+	start = nopfs_clock_seconds();
 	said = capture_stderr(connect_to, agent.socket_path);
 	ck_assert_int_eq(connect_status, NOPFS_ERR_TIMEOUT);
-	ck_assert_double_ge(now_seconds() - start, TIMEOUT_MS / 1000.0 - 0.01);
-	ck_assert_double_lt(now_seconds() - start, 3.0);
+	ck_assert_double_ge(nopfs_clock_seconds() - start, TIMEOUT_MS / 1000.0 - 0.01);
+	ck_assert_double_lt(nopfs_clock_seconds() - start, 3.0);
 	ck_assert_ptr_nonnull(strstr(said, agent.socket_path));
 	fake_agent_stop(&agent);
 }
@@ -357,15 +350,15 @@ START_TEST(hanging_agent_costs_one_timeout)
 
 	short_timeout();
 	client = start_and_connect(FAKE_AGENT_HANG);
-	start = now_seconds();
+	start = nopfs_clock_seconds();
 	expect_sample(client, 2, "PFS", NOPFS_FROM_PFS);
-	ck_assert_double_ge(now_seconds() - start, TIMEOUT_MS / 1000.0 - 0.01);
-	ck_assert_double_lt(now_seconds() - start, 3.0);
+	ck_assert_double_ge(nopfs_clock_seconds() - start, TIMEOUT_MS / 1000.0 - 0.01);
+	ck_assert_double_lt(nopfs_clock_seconds() - start, 3.0);
 	/* Backing off: the next ones go to the PFS at once. */
-	start = now_seconds();
+	start = nopfs_clock_seconds();
 	expect_sample(client, 3, "PFS", NOPFS_FROM_PFS);
 	expect_sample(client, 4, "PFS", NOPFS_FROM_PFS);
-	ck_assert_double_lt(now_seconds() - start, 0.2);
+	ck_assert_double_lt(nopfs_clock_seconds() - start, 0.2);
 	ck_assert_uint_eq(__atomic_load_n(&agent.gets, __ATOMIC_RELAXED), 1);
 	/* Staged samples need no agent. */
 	expect_sample(client, 0, "STAGED", NOPFS_FROM_STAGING);

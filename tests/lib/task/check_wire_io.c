@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "wire_fixture.h"
+#include "common/clock.h"
 
 static int open_fd_count(void)
 {
@@ -208,14 +209,6 @@ START_TEST(large_message_in_pieces)
 }
 END_TEST
 
-static double now_seconds(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 static void on_alarm(int signal_number)
 {
 }
@@ -233,21 +226,21 @@ START_TEST(receive_timeout_survives_signals)
 	make_pair(pair);
 	ck_assert_int_eq(sigaction(SIGALRM, &action, NULL), 0);
 	setitimer(ITIMER_REAL, &every_20ms, NULL);
-	start = now_seconds();
+	start = nopfs_clock_seconds();
 	ck_assert_int_eq(nopfs_wire_receive(pair[1], received, &out, NULL, 200, &why),
 	                 NOPFS_ERR_TIMEOUT);
 	setitimer(ITIMER_REAL, &off, NULL);
-	ck_assert_double_ge(now_seconds() - start, 0.19);
-	ck_assert_double_lt(now_seconds() - start, 2.0);
+	ck_assert_double_ge(nopfs_clock_seconds() - start, 0.19);
+	ck_assert_double_lt(nopfs_clock_seconds() - start, 2.0);
 	ck_assert_ptr_nonnull(why);
 
 	/* Half a header, then nothing: the deadline covers the whole message. */
 	valid_message(NOPFS_WIRE_GET);
 	send_raw(pair[0], buffer, 8, -1, 0);
-	start = now_seconds();
+	start = nopfs_clock_seconds();
 	ck_assert_int_eq(nopfs_wire_receive(pair[1], received, &out, NULL, 100, &why),
 	                 NOPFS_ERR_TIMEOUT);
-	ck_assert_double_ge(now_seconds() - start, 0.09);
+	ck_assert_double_ge(nopfs_clock_seconds() - start, 0.09);
 
 	/* Zero: only what is there now. */
 	ck_assert_int_eq(nopfs_wire_receive(pair[1], received, &out, NULL, 0, &why),

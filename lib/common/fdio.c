@@ -1,0 +1,41 @@
+/* Whole-buffer reads and writes on a file descriptor. */
+#include "config.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+#include "fdio.h"
+
+nopfs_status nopfs_write_all(int fd, const void *data, size_t length)
+{
+	for (size_t done = 0; done < length;) {
+		ssize_t n = write(fd, (const char *)data + done, length - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return nopfs_status_from_errno(errno);
+		}
+		done += (size_t)n;
+	}
+	return NOPFS_OK;
+}
+
+nopfs_status nopfs_read_exact(int fd, void *data, size_t length)
+{
+	for (size_t done = 0; done < length;) {
+		ssize_t n = read(fd, (char *)data + done, length - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO; /* end of file before @length bytes */
+			return nopfs_status_from_errno(errno);
+		}
+		done += (size_t)n;
+	}
+	return NOPFS_OK;
+}
