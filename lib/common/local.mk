@@ -1,6 +1,6 @@
 # lib/common: status codes, the log, units, clocks, command-line option
 # tables, directories, whole-file reads, whole-buffer reads and writes,
-# atomic file replacement, fork-join.
+# atomic file replacement, fork-join, opening what lies in shared places.
 
 lib_libnopfs_core_la_SOURCES += \
 	lib/common/status.c \
@@ -16,6 +16,8 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/clock.h \
 	lib/common/dirs.c \
 	lib/common/dirs.h \
+	lib/common/private.c \
+	lib/common/private.h \
 	lib/common/optable.c \
 	lib/common/optable.h \
 	lib/common/parallel.c \

@@ -1,9 +1,18 @@
-/* A task's connection to its node's agent: handshake, calls, back-off. */
+/*
+ * A task's connection to its node's agent: handshake, calls, back-off.
+ *
+ * The socket's path comes from the environment and may point into a shared
+ * place: the agent is used only when the socket's directory is this user's
+ * and private, and the process listening on it runs as this user with the
+ * pid the agent wrote in the "ready" file beside it (SO_PEERCRED).
+ */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -12,7 +21,9 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "runtime.h"
 #include "common/clock.h"
+#include "common/private.h"
 
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS   30000
@@ -61,9 +72,8 @@ void nopfs_channel_close(struct nopfs_channel *channel)
 
 void nopfs_channel_forget(struct nopfs_channel *channel)
 {
-	if (channel->socket >= 0)
-		close(channel->socket);
-	channel->socket = -1;
+	/* The program may have closed the inherited number and reused it. */
+	nopfs_channel_close(channel);
 	channel->failures = 0;
 	channel->retry_at_ms = 0;
 }
@@ -81,6 +91,95 @@ void nopfs_channel_fail(struct nopfs_channel *channel)
 	channel->retry_at_ms = nopfs_clock_now_ms() + delay;
 }
 
+/*
+ * Open the directory of the agent's socket into *dirfd after checking that
+ * it is private and that the socket in it is a socket of this user's.
+ */
+static nopfs_status open_agent_dir(const struct nopfs_channel *channel, int *dirfd,
+                                   const char **why)
+{
+	char directory[NOPFS_CHANNEL_PATH_MAX] = ".";
+	const char *slash = strrchr(channel->socket_path, '/');
+	const char *name = slash ? slash + 1 : channel->socket_path;
+	size_t length = slash ? (size_t)(slash - channel->socket_path) : 0;
+	nopfs_status status;
+	struct stat st;
+
+	if (slash) {
+		/* "/name" lies in "/". */
+		memcpy(directory, channel->socket_path, length ? length : 1);
+		directory[length ? length : 1] = '\0';
+	}
+	status = nopfs_private_dir_open(directory, dirfd, NULL, why);
+	if (status == NOPFS_ERR_PERMISSION) {
+		*why = "the agent's socket is not in a private directory of this user's";
+		errno = 0;
+	}
+	if (status != NOPFS_OK)
+		return status == NOPFS_ERR_NOT_FOUND ? NOPFS_ERR_IO : status;
+	if (fstatat(*dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+		*why = "cannot find the agent's socket";
+		status = NOPFS_ERR_IO;
+	} else if (!S_ISSOCK(st.st_mode) || st.st_uid != geteuid()) {
+		*why = "the agent's socket is not a socket of this user's";
+		errno = 0;
+		status = NOPFS_ERR_PERMISSION;
+	}
+	if (status != NOPFS_OK)
+		close(*dirfd);
+	return status;
+}
+
+/* The agent's pid from the "ready" file ("PID GENERATION\n") in @dirfd, or 0. */
+static pid_t ready_pid(int dirfd)
+{
+	char text[64];
+	const char *why;
+	ssize_t length;
+	long pid;
+	char *end;
+	int fd;
+
+	if (nopfs_private_file_openat(dirfd, NOPFS_RUNTIME_READY_NAME, 0, -1, &fd, &why) !=
+	    NOPFS_OK)
+		return 0;
+	length = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (length <= 0 || text[0] < '1' || text[0] > '9')
+		return 0;
+	text[length] = '\0';
+	pid = strtol(text, &end, 10);
+	return *end == ' ' && pid > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
+}
+
+/*
+ * Check who listens on the connected socket @fd: this user, with the pid of
+ * the ready file. NOPFS_ERR_PERMISSION with @why when not.
+ */
+static nopfs_status check_peer(int fd, int dirfd, const char **why)
+{
+	struct ucred peer;
+	socklen_t length = sizeof(peer);
+	pid_t pid;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
+		*why = "cannot get the agent's credentials";
+		return NOPFS_ERR_IO;
+	}
+	if (peer.uid != geteuid()) {
+		*why = "the process behind the agent's socket runs as another user";
+		return NOPFS_ERR_PERMISSION;
+	}
+	pid = ready_pid(dirfd);
+	if (pid == 0 || peer.pid != pid) {
+		*why = pid == 0 ? "no valid ready file of this user's beside the agent's socket"
+		                : "the process behind the agent's socket is not the one in its "
+		                  "ready file";
+		return NOPFS_ERR_PERMISSION;
+	}
+	return NOPFS_OK;
+}
+
 /* Open a connected, blocking, close-on-exec socket with a send timeout. */
 static nopfs_status open_socket(struct nopfs_channel *channel, int *out, const char **why)
 {
@@ -89,25 +188,38 @@ static nopfs_status open_socket(struct nopfs_channel *channel, int *out, const c
 		.tv_sec = channel->timeout_ms / 1000,
 		.tv_usec = (channel->timeout_ms % 1000) * 1000,
 	};
+	nopfs_status status;
 	int saved_errno;
+	int dirfd;
 	int fd;
 
+	status = open_agent_dir(channel, &dirfd, why);
+	if (status != NOPFS_OK)
+		return status;
 	memcpy(address.sun_path, channel->socket_path, strlen(channel->socket_path) + 1);
+	status = NOPFS_ERR_IO;
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		*why = "cannot create a socket";
-		return NOPFS_ERR_IO;
+		goto out_dir;
 	}
 	/* Non-blocking: a full listen backlog fails (EAGAIN) instead of waiting. */
 	if (connect(fd, (struct sockaddr *)&address, sizeof(address)) != 0) {
 		*why = "cannot connect to the agent's socket";
 		goto out_close;
 	}
+	status = check_peer(fd, dirfd, why);
+	if (status != NOPFS_OK) {
+		errno = 0;
+		goto out_close;
+	}
+	status = NOPFS_ERR_IO;
 	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof(send_timeout)) != 0) {
 		*why = "cannot configure the agent's socket";
 		goto out_close;
 	}
+	close(dirfd);
 	*out = fd;
 	return NOPFS_OK;
 
@@ -115,7 +227,11 @@ out_close:
 	saved_errno = errno;
 	close(fd);
 	errno = saved_errno;
-	return NOPFS_ERR_IO;
+out_dir:
+	saved_errno = errno;
+	close(dirfd);
+	errno = saved_errno;
+	return status;
 }
 
 /* Send @request with a fresh id and receive its reply on the open socket. */

@@ -7,6 +7,9 @@
  * index, read into anonymous memory). The agent is never trusted: a reply
  * that does not match the request, or a copy that is not a regular file of
  * the announced size, counts as a failure of the agent, never as a sample.
+ * Nor is the staging directory: it is used only when it is this user's and
+ * private, its files only when they are regular files of this user's of the
+ * size the index gives (stage_dir.h).
  */
 #include "config.h"
 
@@ -28,13 +31,15 @@
 #include "common/log.h"
 #include "nopfs.h"
 #include "runtime.h"
+#include "stage_dir.h"
 #include "stage_index.h"
 
 struct nopfs_client {
 	struct nopfs_channel channel;
 	struct client_ring ring;
 	struct nopfs_stage_index index; /* unmapped when absent or invalid */
-	char stage_dir[PATH_MAX];       /* "" when not set */
+	struct nopfs_stage_dir stage;   /* fd -1 when not set or not private */
+	bool warned_staged;             /* about a staged copy not used */
 	char dataset[PATH_MAX];         /* "" when not set */
 };
 
@@ -53,31 +58,46 @@ static void copy_env(const char *name, char *out, size_t length)
 	memcpy(out, value, strlen(value) + 1);
 }
 
+/* Open the staging directory named by the environment, when it is private. */
+static void open_stage_dir(struct nopfs_client *client)
+{
+	char path[PATH_MAX];
+	nopfs_status status;
+	const char *why;
+
+	copy_env(NOPFS_ENV_STAGE_DIR, path, sizeof(path));
+	status = nopfs_stage_dir_open(&client->stage, path, &why);
+	if (status == NOPFS_ERR_PERMISSION || status == NOPFS_ERR_IO)
+		nopfs_warning("staging directory %s %s: not used", path, why);
+	else if (status != NOPFS_OK && path[0])
+		nopfs_debug("staging directory %s: %s: not used", path, why);
+}
+
 /* Map the staging index when it is there and describes the agent's dataset. */
 static void map_stage_index(struct nopfs_client *client)
 {
-	char path[PATH_MAX];
+	const char *path = client->stage.path;
 	const char *why;
 	nopfs_status status;
 
-	if (!client->stage_dir[0])
+	if (client->stage.fd < 0)
 		return;
-	if (snprintf(path, sizeof(path), "%s/%s", client->stage_dir, NOPFS_STAGE_INDEX_NAME) >=
-	    (int)sizeof(path))
-		return;
-	status = nopfs_stage_index_map(path, &client->index, &why);
+	status = nopfs_stage_index_map(client->stage.fd, NOPFS_STAGE_INDEX_NAME, &client->index,
+	                               &why);
 	if (status == NOPFS_ERR_NOT_FOUND) {
-		nopfs_debug("no staging index at %s: no PFS fallback", path);
+		nopfs_debug("no staging index in %s: no PFS fallback", path);
 		return;
 	}
 	if (status != NOPFS_OK) {
-		nopfs_warning("%s: %s: ignored (no PFS fallback)", path, why);
+		nopfs_warning("%s/%s %s: ignored (no PFS fallback)", path, NOPFS_STAGE_INDEX_NAME,
+		              why);
 		return;
 	}
 	if (client->index.count != client->channel.samples) {
-		nopfs_warning("%s: %" PRIu64 " samples, the agent serves %" PRIu64
+		nopfs_warning("%s/%s: %" PRIu64 " samples, the agent serves %" PRIu64
 		              ": ignored (no PFS fallback)",
-		              path, client->index.count, client->channel.samples);
+		              path, NOPFS_STAGE_INDEX_NAME, client->index.count,
+		              client->channel.samples);
 		nopfs_stage_index_unmap(&client->index);
 	}
 }
@@ -124,7 +144,7 @@ nopfs_status nopfs_client_connect(const char *socket_path, int rank, struct nopf
 		            status == NOPFS_ERR_IO && errno ? strerror(errno) : "");
 		goto out_free;
 	}
-	copy_env(NOPFS_ENV_STAGE_DIR, client->stage_dir, sizeof(client->stage_dir));
+	open_stage_dir(client);
 	copy_env(NOPFS_ENV_DATASET, client->dataset, sizeof(client->dataset));
 	map_stage_index(client);
 	client_ring_attach(&client->ring, &client->channel);
@@ -143,6 +163,7 @@ void nopfs_client_disconnect(struct nopfs_client *client)
 	nopfs_channel_close(&client->channel);
 	client_ring_detach(&client->ring);
 	nopfs_stage_index_unmap(&client->index);
+	nopfs_stage_dir_close(&client->stage);
 	free(client);
 }
 
@@ -178,32 +199,35 @@ static nopfs_status get_staged(struct nopfs_client *client, nopfs_sample_id inde
 {
 	struct nopfs_sample got = { .index = index, .source = NOPFS_FROM_STAGING };
 	char name[32];
-	char path[PATH_MAX];
 	uint64_t indexed_size;
 	nopfs_status status;
-	struct stat st;
+	const char *why;
 	int fd;
 
 	/* Without the index there is no label: ask the agent instead. */
 	/* Staged copies are named for their rank: without ours, ask the agent. */
-	if (!client->stage_dir[0] || client->channel.rank < 0 ||
-	    !nopfs_stage_index_entry(&client->index, index, &indexed_size, &got.label))
+	if (client->stage.fd < 0 || client->channel.rank < 0 ||
+	    !nopfs_stage_index_entry(&client->index, index, &indexed_size, &got.label) ||
+	    indexed_size > INT64_MAX)
 		return NOPFS_ERR_NOT_FOUND;
-	nopfs_stage_name_for_index((uint32_t)client->channel.rank, index, name, sizeof(name));
-	if (snprintf(path, sizeof(path), "%s/%s", client->stage_dir, name) >= (int)sizeof(path))
+	if (nopfs_stage_dir_reopen(&client->stage, &why) != NOPFS_OK) {
+		nopfs_warning("staging directory %s %s: not used", client->stage.path, why);
 		return NOPFS_ERR_NOT_FOUND;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return NOPFS_ERR_NOT_FOUND;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		nopfs_warning("staged sample %s is not a regular file: ignored", path);
-		status = NOPFS_ERR_FORMAT;
-		goto out_close;
 	}
-	got.size = (uint64_t)st.st_size;
+	nopfs_stage_name_for_index((uint32_t)client->channel.rank, index, name, sizeof(name));
+	status = nopfs_stage_dir_openat(&client->stage, name, 0, (int64_t)indexed_size, &fd, &why);
+	if (status != NOPFS_OK) {
+		if (status != NOPFS_ERR_NOT_FOUND && !client->warned_staged)
+			nopfs_warning("staged sample %s/%s %s: not used", client->stage.path, name,
+			              why);
+		client->warned_staged |= status != NOPFS_ERR_NOT_FOUND;
+		return status;
+	}
+	got.size = indexed_size;
 	status = map_copy(fd, got.size, &got);
 	if (status != NOPFS_OK) {
-		nopfs_warning("cannot map staged sample %s: %s", path, nopfs_status_string(status));
+		nopfs_warning("cannot map staged sample %s/%s: %s", client->stage.path, name,
+		              nopfs_status_string(status));
 		goto out_close;
 	}
 	*sample = got;

@@ -19,6 +19,8 @@ lib_libnopfs_la_SOURCES = \
 	lib/task/nopfs.h \
 	lib/task/channel.c \
 	lib/task/channel.h \
+	lib/task/stage_dir.c \
+	lib/task/stage_dir.h \
 	lib/task/stage_index.c \
 	lib/task/stage_index.h \
 	lib/task/wire.c \
@@ -27,6 +29,8 @@ lib_libnopfs_la_SOURCES = \
 	lib/task/runtime.h \
 	lib/common/status.c \
 	lib/common/status.h \
+	lib/common/private.c \
+	lib/common/private.h \
 	lib/common/log.c \
 	lib/common/log.h
 lib_libnopfs_la_LDFLAGS = \
@@ -38,12 +42,16 @@ lib_libnopfs_preload_la_SOURCES = \
 	lib/task/preload_real.c \
 	lib/task/preload_real.h \
 	lib/task/preload_serve.c \
+	lib/task/stage_dir.c \
+	lib/task/stage_dir.h \
 	lib/task/channel.c \
 	lib/task/channel.h \
 	lib/task/wire.c \
 	lib/task/wire.h \
 	lib/task/runtime.c \
 	lib/task/runtime.h \
+	lib/common/private.c \
+	lib/common/private.h \
 	lib/common/status.c \
 	lib/common/status.h
 # open(NULL) must fail with EFAULT as the real one does, whatever glibc's

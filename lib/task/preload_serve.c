@@ -5,6 +5,11 @@
  * agent passes back for an OPEN request, else (the caller's) real open of the
  * PFS path. Everything uses fixed storage: this runs inside open().
  *
+ * Nothing found in the staging directory is trusted: it is used only when it
+ * is this user's and private, and a staged copy only when it is a regular
+ * file of this user's (stage_dir.h); anything else is read from the agent or
+ * the PFS, with one warning per process.
+ *
  * One connection per process, behind a mutex; a forked child drops the
  * inherited one and connects again when it needs to. After a failure of the
  * agent the channel backs off (channel.h), and until then opens go to the
@@ -29,6 +34,7 @@
 #include "preload.h"
 #include "preload_real.h"
 #include "runtime.h"
+#include "stage_dir.h"
 #include "common/clock.h"
 
 /* The open flags served; any other flag (O_CREAT, O_DIRECTORY, O_PATH, ...) is not. */
@@ -44,10 +50,19 @@ static struct {
 	int32_t rank;
 	int timeout_ms;
 	char dataset[PATH_MAX];              /* absolute */
-	char stage_dir[PATH_MAX];            /* "" when not set */
 	char socket[NOPFS_CHANNEL_PATH_MAX]; /* "" when not set */
 } config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
+
+/* The staging directory: opened by config_init(), opened again under the lock. */
+static struct nopfs_stage_dir stage;
+static pthread_mutex_t stage_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool stage_trusted; /* atomic: it was found private; false after a failure */
+
+/* Set (atomically) once this process has warned about what it found. */
+static int warned_stage_dir;
+static int warned_staged_copy;
+static int warned_agent;
 
 /* The agent link: the channel only under the lock; down_until without it. */
 static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -70,26 +85,50 @@ static void count(uint64_t *counter)
 	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
 }
 
-static void debug_log(const char *format, ...) __attribute__((format(printf, 1, 2)));
-
-/* With NOPFS_DEBUG=1, one line on stderr with write(2): no stdio locks, no malloc. */
-static void debug_log(const char *format, ...)
+/* One line on stderr with write(2): no stdio locks, no malloc. */
+static void say(const char *format, va_list args)
 {
 	char line[1024];
-	va_list args;
 	int length;
 
-	if (!config.debug)
-		return;
 	length = snprintf(line, sizeof(line), "nopfs-preload[%d]: ", (int)getpid());
-	va_start(args, format);
 	length += vsnprintf(line + length, sizeof(line) - (size_t)length - 1, format, args);
-	va_end(args);
 	if (length > (int)sizeof(line) - 2)
 		length = (int)sizeof(line) - 2;
 	line[length++] = '\n';
 	if (write(STDERR_FILENO, line, (size_t)length) < 0)
 		return; /* nowhere to say it */
+}
+
+static void debug_log(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+/* With NOPFS_DEBUG=1, one line on stderr. */
+static void debug_log(const char *format, ...)
+{
+	va_list args;
+
+	if (!config.debug)
+		return;
+	va_start(args, format);
+	say(format, args);
+	va_end(args);
+}
+
+static void warn_once(int *warned, const char *format, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * Something found where only this user's files should be: one line on stderr
+ * the first time for *@warned in this process, whatever NOPFS_DEBUG says.
+ */
+static void warn_once(int *warned, const char *format, ...)
+{
+	va_list args;
+
+	if (__atomic_exchange_n(warned, 1, __ATOMIC_RELAXED))
+		return;
+	va_start(args, format);
+	say(format, args);
+	va_end(args);
 }
 
 /* Copy @value into @out when it fits; false otherwise. */
@@ -101,6 +140,20 @@ static bool copy_string(const char *value, char *out, size_t length)
 		return false;
 	memcpy(out, value ? value : "", n + 1);
 	return true;
+}
+
+/* Open the staging directory @path, or say why it is not used. */
+static void open_stage_dir(const char *path)
+{
+	nopfs_status status;
+	const char *why;
+
+	status = nopfs_stage_dir_open(&stage, path, &why);
+	stage_trusted = status == NOPFS_OK;
+	if (status == NOPFS_ERR_PERMISSION || status == NOPFS_ERR_IO)
+		warn_once(&warned_stage_dir, "staging directory %s %s: not used", stage.path, why);
+	else if (status != NOPFS_OK && path && *path)
+		debug_log("staging directory %s: %s: not used", path, why);
 }
 
 static void config_init(void)
@@ -124,11 +177,10 @@ static void config_init(void)
 	                   (int)sizeof(config.dataset)) {
 		return;
 	}
-	if (!copy_string(getenv(NOPFS_ENV_STAGE_DIR), config.stage_dir, sizeof(config.stage_dir)))
-		config.stage_dir[0] = '\0';
 	if (!copy_string(getenv(NOPFS_ENV_SOCKET), config.socket, sizeof(config.socket)))
 		config.socket[0] = '\0';
-	if (!config.stage_dir[0] && !config.socket[0])
+	open_stage_dir(getenv(NOPFS_ENV_STAGE_DIR));
+	if (!stage.path[0] && !config.socket[0])
 		return;
 	config.rank = nopfs_env_rank();
 	config.timeout_ms = nopfs_env_timeout_ms(&timeout_invalid);
@@ -137,8 +189,8 @@ static void config_init(void)
 	if (timeout_invalid)
 		debug_log("$%s is not valid: using %d ms", NOPFS_ENV_TIMEOUT_MS, config.timeout_ms);
 	debug_log("serving %s (staging %s, agent %s, timeout %d ms)", config.dataset,
-	          config.stage_dir[0] ? config.stage_dir : "none",
-	          config.socket[0] ? config.socket : "none", config.timeout_ms);
+	          stage.fd >= 0 ? stage.path : "none", config.socket[0] ? config.socket : "none",
+	          config.timeout_ms);
 }
 
 bool nopfs_preload_can_reopen(void)
@@ -173,20 +225,48 @@ static bool absolute_path(int dirfd, const char *path, char *out, size_t length)
 	return snprintf(out + n, length - (size_t)n, "/%s", path) < (int)(length - (size_t)n);
 }
 
-/* The staged copy of @relative, or -1. */
+/* Whether the staging directory is usable, opening it again if the program closed it. */
+static bool stage_dir_usable(void)
+{
+	nopfs_status status;
+	const char *why;
+	int cancel_state;
+
+	if (!__atomic_load_n(&stage_trusted, __ATOMIC_RELAXED))
+		return false;
+	if (nopfs_stage_dir_is_current(&stage))
+		return true;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	pthread_mutex_lock(&stage_lock);
+	status = nopfs_stage_dir_reopen(&stage, &why);
+	if (status != NOPFS_OK)
+		__atomic_store_n(&stage_trusted, false, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&stage_lock);
+	pthread_setcancelstate(cancel_state, NULL);
+	if (status != NOPFS_OK)
+		warn_once(&warned_stage_dir, "staging directory %s %s: not used", stage.path, why);
+	return status == NOPFS_OK;
+}
+
+/* The staged copy of @relative, checked, or -1. */
 static int open_staged(const char *relative, int flags)
 {
-	char path[PATH_MAX];
-	size_t used = strlen(config.stage_dir);
+	char name[NAME_MAX + 1];
+	nopfs_status status;
+	const char *why;
+	int fd;
 
 	/* Staged copies are named for their rank: without ours, ask the agent. */
-	if (!used || used + 2 + NAME_MAX > sizeof(path) || config.rank < 0)
+	if (config.rank < 0 || !stage_dir_usable() ||
+	    !nopfs_stage_name_for_path((uint32_t)config.rank, relative, name, sizeof(name)))
 		return -1;
-	memcpy(path, config.stage_dir, used);
-	path[used++] = '/';
-	if (!nopfs_stage_name_for_path((uint32_t)config.rank, relative, path + used, NAME_MAX + 1))
-		return -1;
-	return nopfs_preload_real_openat(AT_FDCWD, path, O_RDONLY | (flags & KEPT_FLAGS), 0);
+	status = nopfs_stage_dir_openat(&stage, name, flags & KEPT_FLAGS, -1, &fd, &why);
+	if (status == NOPFS_OK)
+		return fd;
+	if (status != NOPFS_ERR_NOT_FOUND)
+		warn_once(&warned_staged_copy, "staged copy %s/%s %s: not used", stage.path, name,
+		          why);
+	return -1;
 }
 
 /*
@@ -251,6 +331,8 @@ static int ask_agent_locked(const char *relative, int flags, uint64_t **counter)
 		*counter = &counts.fallback_backoff;
 		return -1;
 	}
+	if (status == NOPFS_ERR_PERMISSION)
+		warn_once(&warned_agent, "agent at %s not used: %s", config.socket, why);
 	if (status != NOPFS_OK) {
 		debug_log("agent at %s failed (%s): %s", config.socket, why, relative);
 		*counter = &counts.fallback_failed;
@@ -348,6 +430,7 @@ void nopfs_preload_forget_after_fork(void)
 	pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
 
 	link_lock = fresh;
+	stage_lock = fresh;
 	if (link_ready)
 		nopfs_channel_forget(&link_channel);
 	link_down_until_ms = 0;

@@ -46,6 +46,12 @@ int32_t nopfs_env_rank(void);
  */
 int nopfs_env_timeout_ms(bool *invalid);
 
+/*
+ * The agent's "ready" file beside its socket: "PID GENERATION\n". Tasks use
+ * the agent only when the process listening on the socket has that pid.
+ */
+#define NOPFS_RUNTIME_READY_NAME "ready"
+
 /* File names inside the staging directory. */
 #define NOPFS_STAGE_INDEX_NAME    "index"
 #define NOPFS_STAGE_PATH_PREFIX   'p'

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "stage_index.h"
+#include "common/private.h"
 
 #define HEADER_SIZE sizeof(struct nopfs_stage_index_header)
 #define ENTRY_SIZE  (sizeof(uint64_t) + sizeof(int64_t)) /* size and label */
@@ -51,7 +52,7 @@ static nopfs_status check_layout(const uint8_t *base, size_t length,
 	return NOPFS_OK;
 }
 
-nopfs_status nopfs_stage_index_map(const char *path, struct nopfs_stage_index *index,
+nopfs_status nopfs_stage_index_map(int dirfd, const char *name, struct nopfs_stage_index *index,
                                    const char **why)
 {
 	struct nopfs_stage_index mapped = { 0 };
@@ -59,13 +60,11 @@ nopfs_status nopfs_stage_index_map(const char *path, struct nopfs_stage_index *i
 	struct stat st;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		*why = "cannot open the index file";
-		return errno == ENOENT ? NOPFS_ERR_NOT_FOUND : NOPFS_ERR_IO;
-	}
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		*why = "index is not a readable regular file";
+	status = nopfs_private_file_openat(dirfd, name, 0, -1, &fd, why);
+	if (status != NOPFS_OK)
+		return status;
+	if (fstat(fd, &st) != 0) {
+		*why = "cannot stat the index file";
 		status = NOPFS_ERR_IO;
 		goto out_close;
 	}

@@ -26,13 +26,15 @@ struct nopfs_stage_index {
 };
 
 /*
- * Map the index file at @path into *index after checking its header, magic,
- * version and that its size is exactly what its count implies. NOPFS_OK, or
- * NOPFS_ERR_NOT_FOUND / NOPFS_ERR_IO / NOPFS_ERR_FORMAT / NOPFS_ERR_UNSUPPORTED
- * with @why (static text); *index is set only on success and owns the mapping
- * (release with nopfs_stage_index_unmap()).
+ * Map the index file @name in the directory @dirfd into *index after checking
+ * that it is a regular file of this user's (a symbolic link is not followed),
+ * its header, magic, version and that its size is exactly what its count
+ * implies. NOPFS_OK, or NOPFS_ERR_NOT_FOUND / NOPFS_ERR_PERMISSION /
+ * NOPFS_ERR_IO / NOPFS_ERR_FORMAT / NOPFS_ERR_UNSUPPORTED with @why (static
+ * text); *index is set only on success and owns the mapping (release with
+ * nopfs_stage_index_unmap()).
  */
-nopfs_status nopfs_stage_index_map(const char *path, struct nopfs_stage_index *index,
+nopfs_status nopfs_stage_index_map(int dirfd, const char *name, struct nopfs_stage_index *index,
                                    const char **why);
 
 /* Unmap an index; safe on one never mapped (all zero). */

@@ -47,6 +47,34 @@ static void log_line(struct fake_agent *agent, const char *format, ...)
 	fflush(agent->log);
 }
 
+/* Write "PID 0\n" into "ready" beside the socket, as the agent does. */
+static int write_ready(const struct fake_agent *agent)
+{
+	char path[sizeof(agent->socket_path) + 8];
+	char text[32];
+	char *slash;
+	int length;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s", agent->socket_path);
+	slash = strrchr(path, '/');
+	snprintf(slash ? slash + 1 : path, sizeof(path) - (size_t)(slash ? slash + 1 - path : 0),
+	         "ready");
+	unlink(path);
+	if (agent->ready_pid < 0)
+		return 0;
+	length = snprintf(text, sizeof(text), "%d 0\n",
+	                  agent->ready_pid ? agent->ready_pid : (int)getpid());
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -1;
+	if (write(fd, text, (size_t)length) != length) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
 int fake_agent_listen(struct fake_agent *agent)
 {
 	struct sockaddr_un address = { .sun_family = AF_UNIX };
@@ -59,7 +87,11 @@ int fake_agent_listen(struct fake_agent *agent)
 	if (agent->listen_fd < 0)
 		return -1;
 	unlink(agent->socket_path);
+	/* SO_PEERCRED tells a client who called listen(). */
 	if (bind(agent->listen_fd, (struct sockaddr *)&address, sizeof(address)) != 0 ||
+	    write_ready(agent) != 0 ||
+	    (agent->listen_as &&
+	     (setgid(agent->listen_as) != 0 || setuid(agent->listen_as) != 0)) ||
 	    listen(agent->listen_fd, 16) != 0 || pipe2(agent->wake, O_CLOEXEC) != 0) {
 		close(agent->listen_fd);
 		agent->listen_fd = -1;

@@ -2,7 +2,8 @@
  * Test helper: a fake node agent on a real Unix socket. It serves HELLO,
  * OPEN (from a directory of "local copies"), GET (copies/i<index>) and STATS
  * and can misbehave on request. check_client runs it in a thread,
- * check_preload.sh as a program (fake_agent_main.c).
+ * check_preload.sh as a program (fake_agent_main.c). Like the agent, it
+ * writes "PID 0" into the file "ready" beside its socket.
  */
 #ifndef NOPFS_TEST_FAKE_AGENT_H
 #define NOPFS_TEST_FAKE_AGENT_H
@@ -11,6 +12,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 enum fake_agent_mode {
 	FAKE_AGENT_SERVE,      /* answer every request properly */
@@ -34,6 +36,8 @@ struct fake_agent {
 	uint64_t samples;
 	unsigned exit_after; /* > 0: stop for good at OPEN/GET number exit_after + 1 */
 	FILE *log;           /* one line per request when not NULL */
+	int ready_pid;       /* pid written in "ready": 0 for its own, -1 for no file */
+	uid_t listen_as;     /* not 0: listen() after setuid() to it (bind as the caller) */
 	/* May be changed while it runs (atomically). */
 	int mode;
 	/* Counts, read atomically. */

@@ -33,14 +33,17 @@ static char stage_dir[PATH_MAX];
 static char dataset[PATH_MAX];
 static struct fake_agent agent;
 
-/* The copy of sample @index kept by @origin ("STAGED", "AGENT", "PFS"). */
+/*
+ * The copy of sample @index kept by @origin ("STAGED", "AGENT", "PFS"): all
+ * of the same size, as the client checks the staging index's sizes.
+ */
 static size_t content(const char *origin, uint64_t index, char *out, size_t length)
 {
 	size_t used;
 
 	if (index == EMPTY_INDEX)
 		return 0;
-	used = (size_t)snprintf(out, length, "%s sample %d\n", origin, (int)index);
+	used = (size_t)snprintf(out, length, "%-6s sample %d\n", origin, (int)index);
 	for (size_t i = 0; i < index * 1000 + 10 && used < length; i++)
 		out[used++] = (char)('a' + index);
 	return used;
@@ -315,7 +318,8 @@ START_TEST(absent_agent_fails_clearly)
 	ck_assert_msg(strstr(said, "NOPFS_SOCKET"), "said: %s", said);
 	/* Not a socket at all. */
 	said = capture_stderr(connect_to, dataset);
-	ck_assert_int_eq(connect_status, NOPFS_ERR_IO);
+	ck_assert_int_eq(connect_status, NOPFS_ERR_PERMISSION);
+	ck_assert_msg(strstr(said, "not a socket"), "said: %s", said);
 	/* An agent that closes at once. */
 	agent.mode = FAKE_AGENT_CLOSE;
 	ck_assert_int_eq(fake_agent_start(&agent), 0);

@@ -48,6 +48,7 @@ staged_name() {
 }
 
 mkdir -p "$dataset" "$stage" "$copies"
+chmod 700 "$stage" # the interposer uses only a private staging directory
 for n in a/one.bin a/two.bin a/three.bin b/four.bin b/five.bin "100%/x y.bin" "c/$long_name"; do
 	make_copy "$dataset" "$n" PFS
 	make_copy "$copies" "$n" AGENT

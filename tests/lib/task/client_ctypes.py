@@ -34,7 +34,8 @@ def label(index):
 
 
 def copy(origin, index):
-    return f"{origin} {index}\n".encode() + bytes([65 + index]) * (index * 5000)
+    # Of one size whatever the origin: the client checks the index's sizes.
+    return f"{origin:<6} {index}\n".encode() + bytes([65 + index]) * (index * 5000)
 
 
 def write(path, data):
@@ -99,6 +100,7 @@ def main():
                                   for d in ("stage", "dataset", "copies"))
         socket = os.path.join(root, "agent.sock")
         paths = [f"class{i % 2}/{i}.bin" for i in range(SAMPLES)]
+        os.mkdir(stage, 0o700)  # the client uses only a private staging directory
         for i, p in enumerate(paths):
             write(os.path.join(dataset, p), copy("PFS", i))
             write(os.path.join(copies, f"i{i}"), copy("AGENT", i))
