@@ -220,6 +220,10 @@ static const struct nopfs_option option_rows[] = {
 	{ NOPFS_OPT_UINT("serve-timeout-ms", "MS",
 	                 "longest wait for one requested sample (default 5000)",
 	                 FIELD(serve_timeout_ms), 1, 3600000) },
+	{ NOPFS_OPT_UINT("max-connections", "N",
+	                 "task connections served at a time; more are closed\n"
+	                 "and those tasks read the PFS (default 256)",
+	                 FIELD(max_connections), 1, 65536) },
 	{ NOPFS_OPT_TEXT("Self-probe:") },
 	{ NOPFS_OPT_SECONDS("probe-budget", "SEC", "time for measuring tiers and PFS (default 3)",
 	                    FIELD(probe_budget), 600) },

@@ -1,6 +1,7 @@
 /* The task-facing Unix socket. */
 #define _GNU_SOURCE 1
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -18,6 +19,8 @@
 
 /* Time a task may take to send the rest of a message it started. */
 #define MESSAGE_TIMEOUT_MS 5000
+/* How long the accept thread pauses when the process is out of descriptors. */
+#define OUT_OF_FDS_PAUSE_MS 100
 
 struct server_connection {
 	struct server *server;
@@ -213,6 +216,7 @@ static void *connection_main(void *arg)
 	c->sample_buffer = NULL;
 	pthread_mutex_lock(&server->lock);
 	c->finished = true;
+	server->connection_count--;
 	pthread_mutex_unlock(&server->lock);
 	return NULL;
 }
@@ -239,6 +243,63 @@ static void reap(struct server *server, bool all)
 	pthread_mutex_unlock(&server->lock);
 }
 
+/*
+ * Out of descriptors (EMFILE, ENFILE): say so once per burst, close the
+ * waiting connection with the reserve descriptor (its task reads the PFS)
+ * and pause, so that the accept thread does not spin on a readable socket.
+ */
+static void out_of_fds(struct server *server, int error)
+{
+	struct pollfd stop = { .fd = server->stop_fd, .events = POLLIN };
+	int fd;
+
+	atomic_fetch_add(&server->stats->refused_connections, 1);
+	if (!server->out_of_fds)
+		nopfs_warning("socket %s: cannot accept a connection: %s; closing new ones until "
+		              "descriptors are free (those tasks read the PFS)",
+		              server->path, strerror(error));
+	server->out_of_fds = true;
+	if (server->reserve_fd >= 0) {
+		close(server->reserve_fd);
+		fd = accept4(server->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd >= 0)
+			close(fd);
+		server->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	poll(&stop, 1, OUT_OF_FDS_PAUSE_MS);
+}
+
+/* Whether another connection fits under the cap; counts it if so. */
+static bool admit(struct server *server, pid_t pid)
+{
+	bool admitted;
+
+	pthread_mutex_lock(&server->lock);
+	admitted = server->connection_count < server->max_connections;
+	if (admitted)
+		server->connection_count++;
+	pthread_mutex_unlock(&server->lock);
+	if (admitted) {
+		server->at_capacity = false;
+		return true;
+	}
+	atomic_fetch_add(&server->stats->refused_connections, 1);
+	if (!server->at_capacity)
+		nopfs_warning("socket %s: refused a connection of pid %ld: %u connections already "
+		              "(--max-connections); that task reads the PFS",
+		              server->path, (long)pid, server->max_connections);
+	server->at_capacity = true;
+	return false;
+}
+
+/* Undo admit() for a connection that did not start. */
+static void unadmit(struct server *server)
+{
+	pthread_mutex_lock(&server->lock);
+	server->connection_count--;
+	pthread_mutex_unlock(&server->lock);
+}
+
 static void accept_one(struct server *server)
 {
 	struct server_connection *c;
@@ -246,8 +307,12 @@ static void accept_one(struct server *server)
 	socklen_t length = sizeof(peer);
 	int fd = accept4(server->listen_fd, NULL, NULL, SOCK_CLOEXEC);
 
-	if (fd < 0)
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			out_of_fds(server, errno);
 		return;
+	}
+	server->out_of_fds = false;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0 || peer.uid != geteuid()) {
 		atomic_fetch_add(&server->stats->refused_connections, 1);
 		nopfs_warning("refused a connection from uid %ld pid %ld: only uid %ld is served",
@@ -255,8 +320,13 @@ static void accept_one(struct server *server)
 		close(fd);
 		return;
 	}
+	if (!admit(server, peer.pid)) {
+		close(fd);
+		return;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
+		unadmit(server);
 		close(fd);
 		return;
 	}
@@ -266,6 +336,7 @@ static void accept_one(struct server *server)
 	c->rank = -1;
 	pthread_mutex_lock(&server->lock);
 	if (pthread_create(&c->thread, NULL, connection_main, c) != 0) {
+		server->connection_count--;
 		pthread_mutex_unlock(&server->lock);
 		nopfs_warning("cannot start a thread for pid %ld", (long)peer.pid);
 		close(fd);
@@ -297,7 +368,7 @@ static void *accept_main(void *arg)
 
 nopfs_status server_start(struct server *server, const char *path, struct stage *stage,
                           struct agent_stats *stats, json_t *(*stats_json)(void *arg),
-                          void *stats_arg)
+                          void *stats_arg, unsigned int max_connections)
 {
 	struct sockaddr_un address = { .sun_family = AF_UNIX };
 	mode_t old_umask;
@@ -307,7 +378,10 @@ nopfs_status server_start(struct server *server, const char *path, struct stage 
 	server->stats = stats;
 	server->stats_json = stats_json;
 	server->stats_arg = stats_arg;
+	server->max_connections =
+	        max_connections ? max_connections : SERVER_DEFAULT_MAX_CONNECTIONS;
 	server->listen_fd = server->stop_fd = -1;
+	server->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	pthread_mutex_init(&server->lock, NULL);
 	if (strlen(path) >= sizeof(address.sun_path)) {
 		nopfs_error("socket path '%s' is longer than %zu bytes", path,
@@ -354,7 +428,9 @@ void server_stop(struct server *server)
 	}
 	if (server->stop_fd >= 0)
 		close(server->stop_fd);
-	server->listen_fd = server->stop_fd = -1;
+	if (server->reserve_fd >= 0)
+		close(server->reserve_fd);
+	server->listen_fd = server->stop_fd = server->reserve_fd = -1;
 	server->started = false;
 	pthread_mutex_destroy(&server->lock);
 }

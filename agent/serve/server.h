@@ -3,6 +3,9 @@
  * thread per connection (a rank and its DataLoader workers make a handful).
  * Only processes of the agent's own uid are served (SO_PEERCRED); every
  * message is validated (wire.h), and a malformed one closes its connection.
+ * Connections are capped (the extra ones are closed: those tasks read the
+ * PFS), and running out of descriptors makes the accept thread back off
+ * rather than spin.
  */
 #ifndef NOPFS_AGENT_SERVER_H
 #define NOPFS_AGENT_SERVER_H
@@ -28,12 +31,22 @@ struct server {
 	bool started;
 	pthread_mutex_t lock;
 	struct server_connection *connections;
+	unsigned int connection_count; /* under lock */
+	unsigned int max_connections;
+	int reserve_fd;   /* /dev/null, given up to accept and close when out of fds */
+	bool out_of_fds;  /* in a burst of EMFILE/ENFILE: said once */
+	bool at_capacity; /* in a burst of refusals over the cap: said once */
 };
 
-/* Listen on @path (created 0600 by our uid) and serve from a thread. */
+#define SERVER_DEFAULT_MAX_CONNECTIONS 256
+
+/*
+ * Listen on @path (created 0600 by our uid) and serve from a thread, at most
+ * @max_connections connections at a time (0: the default).
+ */
 nopfs_status server_start(struct server *server, const char *path, struct stage *stage,
                           struct agent_stats *stats, json_t *(*stats_json)(void *arg),
-                          void *stats_arg);
+                          void *stats_arg, unsigned int max_connections);
 
 /* Stop accepting, end every connection, join all threads, remove the socket. */
 void server_stop(struct server *server);
