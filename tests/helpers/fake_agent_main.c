@@ -27,7 +27,7 @@ static void on_signal(int signal_number)
 static int usage(void)
 {
 	fprintf(stderr, "usage: fake_agent --socket PATH --copies DIR [--mode MODE] "
-	                "[--samples N] [--exit-after N] [--ready-pid PID]\n");
+	                "[--samples N] [--exit-after N] [--ready-pid PID] [--listen-as UID]\n");
 	return 2;
 }
 
@@ -47,6 +47,8 @@ int main(int argc, char **argv)
 			agent.mode = fake_agent_mode_parse(value);
 		else if (!strcmp(argv[i], "--samples"))
 			agent.samples = strtoull(value, NULL, 10);
+		else if (!strcmp(argv[i], "--listen-as"))
+			agent.listen_as = (uid_t)atoi(value);
 		else if (!strcmp(argv[i], "--ready-pid"))
 			agent.ready_pid = atoi(value);
 		else if (!strcmp(argv[i], "--exit-after"))

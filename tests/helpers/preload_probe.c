@@ -9,7 +9,9 @@
  * checks that fstat, lseek(SEEK_END), read and mmap agree on every
  * descriptor (exit 1 if not). MODE is one of: open open64 openat openat64
  * open_2 open64_2 openat_2 openat64_2 fopen fopen64 fopen_e freopen
- * relative rdwr create null (NULL paths first) threads.
+ * relative rdwr create null (NULL paths first) threads fork_reuse (the
+ * program reuses the number of the interposer's socket, then forks: the
+ * child must keep the program's file).
  */
 #include "config.h"
 
@@ -23,6 +25,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The fortified entry points, called by name. */
@@ -142,6 +145,55 @@ static int open_in_directory(const char *path, int variant)
 	return fd;
 }
 
+/* The lowest descriptor that is a socket (the interposer's connection), or -1. */
+static int find_socket(void)
+{
+	struct stat st;
+
+	for (int fd = 3; fd < 1024; fd++)
+		if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+			return fd;
+	return -1;
+}
+
+/*
+ * Read @path (served by the agent: the interposer connects), put /dev/null
+ * in place of the interposer's socket, fork: the child must still have
+ * /dev/null there, and read @path again.
+ */
+static int fork_reuse(const char *path, struct result *result)
+{
+	struct stat st;
+	int status;
+	int socket;
+	int null;
+	pid_t pid;
+
+	if (check_fd(open(path, O_RDONLY), path, result) != 0)
+		return -1;
+	socket = find_socket();
+	null = open("/dev/null", O_RDONLY);
+	if (socket < 0 || null < 0 || dup2(null, socket) != socket)
+		return fail("no agent connection to reuse", path);
+	close(null);
+	pid = fork();
+	if (pid == 0) {
+		struct result again;
+
+		if (fstat(socket, &st) != 0 || !S_ISCHR(st.st_mode)) {
+			fprintf(stderr, "preload_probe: the child lost descriptor %d\n", socket);
+			_exit(1);
+		}
+		_exit(check_fd(open(path, O_RDONLY), path, &again) == 0 && again.sum == result->sum
+		              ? 0
+		              : 1);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0)
+		return fail("forked child", path);
+	return fstat(socket, &st) == 0 && S_ISCHR(st.st_mode) ? 0 : fail("descriptor", path);
+}
+
 static int probe(const char *mode, const char *path, struct result *result)
 {
 	char copy[PATH_MAX];
@@ -194,6 +246,8 @@ static int probe(const char *mode, const char *path, struct result *result)
 			return fail("chdir", "/");
 		return check_fd(fd, path, result);
 	}
+	if (!strcmp(mode, "fork_reuse"))
+		return fork_reuse(path, result);
 	if (!strcmp(mode, "rdwr"))
 		return check_fd(open(path, O_RDWR), path, result);
 	if (!strcmp(mode, "create")) {

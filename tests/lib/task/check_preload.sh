@@ -227,6 +227,80 @@ expect "hanging agent: PFS" "PFS a/two.bin|PFS a/three.bin|PFS b/four.bin|PFS b/
 expect "hanging agent: asked once, then backing off" 1 "$(requests OPEN)"
 stop_agent
 
+# --- nothing planted in the staging directory is served ------------------------------
+# The interposer runs as the user (here root); another user (65534) may plant
+# files where the environment points. A copy that is not a regular file of the
+# user's, or a staging directory that is not private, is never used: the agent
+# serves instead, with the agent's bytes, without blocking, and one warning.
+staged_one=$stage/$(staged_name a/one.bin)
+agent_sum=$("$probe" open "$copies/a/one.bin" | sed 's/.* size=/size=/')
+mv "$staged_one" "$work/saved"
+make_copy "$work/evil" a/one.bin EVIL
+
+# planted DESCRIPTION: a/one.bin must be the agent's copy, and said once.
+planted() {
+	out=$(timeout 10 env NOPFS_DATASET=$dataset NOPFS_STAGE_DIR=$stage NOPFS_SOCKET=$socket \
+		NOPFS_RANK=2 LD_PRELOAD=$preload "$probe" open "$dataset/a/one.bin" "$dataset/a/one.bin" \
+		2>"$work/probe.err" | sed 's/^open //' | joined)
+	expect "$1: the agent's bytes" "AGENT a/one.bin $agent_sum|AGENT a/one.bin $agent_sum|" "$out"
+	expect "$1: one warning" 1 "$(grep -c 'not used' "$work/probe.err")"
+}
+
+start_agent --mode serve
+ln -s "$work/evil/a/one.bin" "$staged_one"
+planted "staged copy is a symbolic link"
+rm -f "$staged_one"
+mkfifo "$staged_one"
+planted "staged copy is a FIFO"
+rm -f "$staged_one"
+if [ "$(id -u)" = 0 ]; then
+	cp "$work/evil/a/one.bin" "$staged_one"
+	chown 65534 "$staged_one"
+	planted "staged copy of another user"
+	rm -f "$staged_one"
+fi
+mv "$work/saved" "$staged_one"
+chmod 755 "$stage"
+planted "staging directory of mode 0755"
+chmod 700 "$stage"
+if [ "$(id -u)" = 0 ]; then
+	chown 65534 "$stage"
+	planted "staging directory of another user"
+	chown 0 "$stage"
+fi
+expect "the staged copy is served again" "STAGED a/one.bin|" "$(run open "$dataset/a/one.bin" | joined)"
+expect "fork after the program reused the socket's number: the child keeps its file" \
+	"AGENT a/two.bin|" "$(run fork_reuse "$dataset/a/two.bin" | joined)"
+stop_agent
+
+# --- nobody else's agent is used -------------------------------------------------------
+# notmine DESCRIPTION: a/two.bin comes from the PFS, and it is said once.
+notmine() {
+	out=$(timeout 10 env NOPFS_DATASET=$dataset NOPFS_STAGE_DIR=$stage NOPFS_SOCKET=$socket \
+		NOPFS_RANK=2 LD_PRELOAD=$preload "$probe" open "$dataset/a/two.bin" "$dataset/b/four.bin" \
+		2>"$work/probe.err" | sed -e 's/ size=.*//' -e 's/^open //' | joined)
+	expect "$1: PFS" "PFS a/two.bin|PFS b/four.bin|" "$out"
+	expect "$1: one warning" 1 "$(grep -c "agent at $socket not used" "$work/probe.err")"
+	expect "$1: the agent is never asked" 0 "$(requests OPEN)"
+}
+
+start_agent --mode serve --ready-pid 1
+notmine "the agent's pid is not the ready file's"
+stop_agent
+start_agent --mode serve --ready-pid -1
+notmine "no ready file"
+stop_agent
+start_agent --mode serve
+chmod 755 "$work"
+notmine "the socket's directory is open to others"
+chmod 700 "$work"
+stop_agent
+if [ "$(id -u)" = 0 ]; then
+	start_agent --mode serve --listen-as 65534
+	notmine "the agent runs as another user"
+	stop_agent
+fi
+
 # --- debug log ----------------------------------------------------------------------
 NOPFS_DEBUG=1 NOPFS_DATASET=$dataset NOPFS_STAGE_DIR=$stage NOPFS_SOCKET=$socket NOPFS_RANK=2 LD_PRELOAD=$preload \
 	"$probe" open "$dataset/a/one.bin" "$dataset/a/two.bin" >/dev/null 2>"$work/debug.log"
