@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -482,6 +483,154 @@ START_TEST(bad_index_files_are_ignored)
 }
 END_TEST
 
+/* Sample 0 must come from the agent, not from what was planted as "i3.0". */
+static void get_from_agent_not_planted(void *client)
+{
+	expect_sample(client, 0, "AGENT", NOPFS_FROM_RAM);
+}
+
+START_TEST(planted_staged_copies_are_not_used)
+{
+	struct nopfs_client *client = start_and_connect(FAKE_AGENT_SERVE);
+	char staged[PATH_MAX * 2];
+	char evil[PATH_MAX * 2];
+	char *said;
+
+	snprintf(staged, sizeof(staged), "%s/i3.0", stage_dir);
+	snprintf(evil, sizeof(evil), "%s/evil", root);
+	write_copy(root, "evil", "EVIL", 0); /* of the right size */
+	unstage("i3.0");
+	ck_assert_int_eq(symlink(evil, staged), 0);
+	said = capture_stderr(get_from_agent_not_planted, client);
+	ck_assert_msg(strstr(said, staged) && strstr(said, "symbolic link"), "said: %s", said);
+	unstage("i3.0");
+	ck_assert_int_eq(mkfifo(staged, 0600), 0); /* must not block */
+	said = capture_stderr(get_from_agent_not_planted, client);
+	ck_assert_msg(!strstr(said, "i3.0"), "said again: %s", said);
+	unstage("i3.0");
+	write_copy(stage_dir, "i3.0", "STAGED", 1); /* another size than the index's */
+	get_from_agent_not_planted(client);
+	if (geteuid() == 0) {
+		write_copy(stage_dir, "i3.0", "EVIL", 0);
+		ck_assert_int_eq(chown(staged, 65534, 65534), 0);
+		get_from_agent_not_planted(client);
+	}
+	write_copy(stage_dir, "i3.0", "STAGED", 0);
+	if (geteuid() == 0)
+		ck_assert_int_eq(chown(staged, 0, 0), 0);
+	expect_sample(client, 0, "STAGED", NOPFS_FROM_STAGING);
+	nopfs_client_disconnect(client);
+	fake_agent_stop(&agent);
+}
+END_TEST
+
+/* Connect: sample 0, staged, must come from the agent. */
+static void connect_and_get_from_agent(void *unused)
+{
+	struct nopfs_client *client = NULL;
+
+	ck_assert_int_eq(nopfs_client_connect(agent.socket_path, 3, &client), NOPFS_OK);
+	expect_sample(client, 0, "AGENT", NOPFS_FROM_RAM);
+	nopfs_client_disconnect(client);
+}
+
+START_TEST(only_a_private_stage_dir_is_used)
+{
+	char *said;
+
+	agent.mode = FAKE_AGENT_SERVE;
+	ck_assert_int_eq(fake_agent_start(&agent), 0);
+	ck_assert_int_eq(chmod(stage_dir, 0755), 0);
+	said = capture_stderr(connect_and_get_from_agent, NULL);
+	ck_assert_msg(strstr(said, stage_dir) && strstr(said, "open to other users"), "said: %s",
+	              said);
+	ck_assert_int_eq(chmod(stage_dir, 0700), 0);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(chown(stage_dir, 65534, 65534), 0);
+		said = capture_stderr(connect_and_get_from_agent, NULL);
+		ck_assert_msg(strstr(said, "owned by another user"), "said: %s", said);
+		ck_assert_int_eq(chown(stage_dir, 0, 0), 0);
+	}
+	/* A planted index is not used either: no PFS path for sample 1. */
+	unstage("index");
+	write_index(INTACT);
+	{
+		char index[PATH_MAX * 2];
+		char planted[PATH_MAX * 2];
+		struct nopfs_client *client = NULL;
+		struct nopfs_sample sample;
+
+		snprintf(index, sizeof(index), "%s/index", stage_dir);
+		snprintf(planted, sizeof(planted), "%s/planted-index", root);
+		ck_assert_int_eq(rename(index, planted), 0);
+		ck_assert_int_eq(symlink(planted, index), 0);
+		ck_assert_int_eq(nopfs_client_connect(agent.socket_path, 3, &client), NOPFS_OK);
+		set_mode(FAKE_AGENT_ERROR);
+		ck_assert_int_eq(nopfs_client_get(client, 1, &sample), NOPFS_ERR_UNSUPPORTED);
+		nopfs_client_disconnect(client);
+	}
+	fake_agent_stop(&agent);
+}
+END_TEST
+
+/* Expect connecting to be refused as not this user's agent, saying @why. */
+static void expect_refused(const char *why)
+{
+	char *said = capture_stderr(connect_to, agent.socket_path);
+
+	ck_assert_int_eq(connect_status, NOPFS_ERR_PERMISSION);
+	ck_assert_msg(strstr(said, agent.socket_path) && strstr(said, why), "said: %s", said);
+	ck_assert_uint_eq(__atomic_load_n(&agent.hellos, __ATOMIC_RELAXED), 0);
+}
+
+START_TEST(agent_not_in_its_ready_file_is_refused)
+{
+	agent.mode = FAKE_AGENT_SERVE;
+	agent.ready_pid = 1;
+	ck_assert_int_eq(fake_agent_start(&agent), 0);
+	expect_refused("not the one in its ready file");
+	fake_agent_stop(&agent);
+	agent.ready_pid = -1;
+	ck_assert_int_eq(fake_agent_start(&agent), 0);
+	expect_refused("no valid ready file");
+	fake_agent_stop(&agent);
+	agent.ready_pid = 0;
+	ck_assert_int_eq(fake_agent_start(&agent), 0);
+	ck_assert_int_eq(chmod(root, 0755), 0);
+	expect_refused("not in a private directory");
+	ck_assert_int_eq(chmod(root, 0700), 0);
+	fake_agent_stop(&agent);
+}
+END_TEST
+
+START_TEST(agent_of_another_user_is_refused)
+{
+	int ready[2];
+	pid_t child;
+	char byte;
+
+	if (geteuid() != 0)
+		return; /* needs root to act as another user */
+	ck_assert_int_eq(pipe(ready), 0);
+	child = fork();
+	ck_assert_int_ge(child, 0);
+	if (child == 0) {
+		agent.mode = FAKE_AGENT_SERVE;
+		agent.listen_as = 65534; /* binds as root, listens as nobody */
+		if (fake_agent_listen(&agent) != 0 || write(ready[1], "x", 1) != 1)
+			_exit(1);
+		fake_agent_run(&agent);
+		_exit(0);
+	}
+	close(ready[1]);
+	ck_assert_int_eq(read(ready[0], &byte, 1), 1);
+	expect_refused("runs as another user");
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(ready[0]);
+}
+END_TEST
+
 START_TEST(invalid_calls)
 {
 	struct nopfs_client *client = start_and_connect(FAKE_AGENT_SERVE);
@@ -557,6 +706,10 @@ int main(void)
 	tcase_add_test(tc, agent_dies_mid_run);
 	tcase_add_test(tc, statistics);
 	tcase_add_test(tc, bad_index_files_are_ignored);
+	tcase_add_test(tc, planted_staged_copies_are_not_used);
+	tcase_add_test(tc, only_a_private_stage_dir_is_used);
+	tcase_add_test(tc, agent_not_in_its_ready_file_is_refused);
+	tcase_add_test(tc, agent_of_another_user_is_refused);
 	tcase_add_test(tc, invalid_calls);
 	tcase_add_test(tc, forked_child_connects_on_its_own);
 	suite_add_tcase(suite, tc);
