@@ -7,6 +7,7 @@ check_PROGRAMS += \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
 	tests/lib/common/check_dirs \
+	tests/lib/common/check_private \
 	tests/lib/common/check_log \
 	tests/lib/common/check_optable \
 	tests/lib/catalog/check_catalog \
@@ -41,6 +42,10 @@ tests_lib_common_check_dirs_SOURCES = tests/lib/common/check_dirs.c
 tests_lib_common_check_dirs_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_dirs_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_common_check_dirs_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_private_SOURCES = tests/lib/common/check_private.c
+tests_lib_common_check_private_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_private_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_private_LDADD = $(UNIT_TEST_LIBS)
 tests_lib_common_check_log_SOURCES = tests/lib/common/check_log.c
 tests_lib_common_check_log_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_log_CFLAGS = $(UNIT_TEST_FLAGS)
@@ -108,6 +113,7 @@ TESTS += \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
 	tests/lib/common/check_dirs \
+	tests/lib/common/check_private \
 	tests/lib/common/check_log \
 	tests/lib/common/check_optable \
 	tests/lib/plan/check_layout \
