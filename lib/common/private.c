@@ -82,8 +82,8 @@ nopfs_status nopfs_private_file_openat(int dirfd, const char *name, int flags, i
 		                        : NOPFS_ERR_IO;
 	}
 	status = check_file(file, size, why);
-	if (status == NOPFS_OK && !(flags & O_NONBLOCK) &&
-	    fcntl(file, F_SETFL, fcntl(file, F_GETFL) & ~O_NONBLOCK) != 0) {
+	/* F_SETFL takes only the status flags (O_NOATIME, O_NONBLOCK) of these. */
+	if (status == NOPFS_OK && !(flags & O_NONBLOCK) && fcntl(file, F_SETFL, flags) != 0) {
 		*why = "cannot clear O_NONBLOCK";
 		status = NOPFS_ERR_IO;
 	}
