@@ -47,6 +47,10 @@ bool nopfs_channel_init(struct nopfs_channel *channel, const char *socket_path, 
  * Connect now, whatever the back-off, and exchange HELLO/WELCOME. NOPFS_OK,
  * or NOPFS_ERR_IO / NOPFS_ERR_TIMEOUT / NOPFS_ERR_FORMAT with @why (static
  * text; errno kept for NOPFS_ERR_IO) after which the channel backs off.
+ * NOPFS_ERR_PERMISSION when it is not this user's agent: the socket's
+ * directory is not private, or the listening process does not run as this
+ * user with the pid of the "ready" file beside the socket (or the agent
+ * refused the connection).
  */
 nopfs_status nopfs_channel_connect(struct nopfs_channel *channel, const char **why);
 
