@@ -42,7 +42,10 @@ struct nopfs_sample {
  * (free with nopfs_client_disconnect()). Fails with NOPFS_ERR_NOT_FOUND when
  * no agent is configured, NOPFS_ERR_IO or NOPFS_ERR_TIMEOUT when it does not
  * answer (NOPFS_ERR_FORMAT when it answers nonsense, NOPFS_ERR_PERMISSION
- * when it refuses): callers then read their data some other way.
+ * when it refuses, or when it is not this user's agent: the socket's
+ * directory is not private, or the process behind the socket is not of this
+ * user or not the one in the "ready" file beside it): callers then read
+ * their data some other way.
  * NOPFS_ERR_INVALID for a rank below -1 or a socket path too long.
  */
 nopfs_status nopfs_client_connect(const char *socket_path, int rank, struct nopfs_client **out);
