@@ -8,6 +8,7 @@
 #include "probe/probe.h"
 #include "bootstrap.h"
 #include "job.h"
+#include "lock.h"
 #include "options.h"
 #include "stage/prefetch.h"
 #include "serve/server.h"
@@ -29,6 +30,7 @@ enum agent_phase {
 
 struct agent {
 	struct agent_options options;
+	struct agent_lock lock; /* one agent per job and node */
 	struct bootstrap bootstrap;
 	struct job job;
 	struct probe_result probe;
@@ -74,11 +76,11 @@ void agent_choose_threads(struct agent *agent);
 
 /*
  * replan.c: a later step of the job described itself to this agent (a
- * step-GENERATION file in the runtime directory, then SIGUSR2) or another
- * agent sent a notice (queued by agent_notice(), notices.h). Called by the
- * main thread: take on the newest plan, apply peers' records.
+ * step-GENERATION file in the runtime directory, looked for at every call)
+ * or another agent sent a notice (queued by agent_notice(), notices.h).
+ * Called by the main thread: take on the newest plan, apply peers' records.
  */
-nopfs_status agent_replan_poll(struct agent *agent, bool step_signalled);
+nopfs_status agent_replan_poll(struct agent *agent);
 void agent_replan_fini(struct agent *agent);
 
 /* The report (also the live STATS answer) as a new JSON object. */

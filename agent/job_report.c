@@ -5,6 +5,8 @@
  * report in time is named in the job report's problems: it neither holds
  * node 0 past --merge-wait nor fails it.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,7 @@
 
 #include "agent.h"
 #include "common/log.h"
+#include "common/private.h"
 #include "peer/peer.h"
 #include "report/report.h"
 #include "common/clock.h"
@@ -37,11 +40,21 @@ bool agent_node_path(const char *pattern, uint32_t node, char *path, size_t leng
 static json_t *load_node_report(const char *path, uint32_t node, const char *job_id, char *why,
                                 size_t size)
 {
+	/* the report directory may be anyone's: only a file of this user is believed */
+	int fd = nopfs_private_file_open_for(AT_FDCWD, path, O_RDONLY, 0, geteuid());
 	json_error_t parse;
-	json_t *report = json_load_file(path, 0, &parse);
+	json_t *report;
 	const char *id;
 	nopfs_status status;
 
+	if (fd < 0) {
+		snprintf(why, size, "%s",
+		         errno == EPERM ? "it is not a regular file of this user"
+		                        : strerror(errno));
+		return NULL;
+	}
+	report = json_loadfd(fd, 0, &parse);
+	close(fd);
 	if (!report) {
 		snprintf(why, size, "%s", parse.text);
 		return NULL;

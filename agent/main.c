@@ -20,6 +20,7 @@
 #include "team.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/private.h"
 #include "pfs.h"
 #include "task/runtime.h"
 #include "common/clock.h"
@@ -30,7 +31,6 @@
 
 static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t report_requested;
-static volatile sig_atomic_t step_requested; /* a later step described itself */
 
 static void on_stop(int signal_number)
 {
@@ -44,7 +44,7 @@ static void on_report(int signal_number)
 
 static void on_step(int signal_number)
 {
-	step_requested = 1;
+	/* only wakes the main loop: it looks for step descriptions at once */
 }
 
 /* Block the signals we wait for (threads inherit the mask) and install flags. */
@@ -99,14 +99,21 @@ static void log_to_file(nopfs_log_level level, const char *message, void *arg)
 static nopfs_status log_open(const struct agent_options *options)
 {
 	nopfs_log_level level = options->verbose ? NOPFS_LOG_DEBUG : NOPFS_LOG_INFO;
+	int fd;
 
 	if (options->log_path[0] == '\0') {
 		nopfs_log_set_sink(NULL, NULL, level);
 		return NOPFS_OK;
 	}
-	log_file = fopen(options->log_path, "ae");
+	/* never through a link, never another user's file: it may be in /tmp */
+	fd = nopfs_private_file_open_for(AT_FDCWD, options->log_path, O_WRONLY | O_CREAT | O_APPEND,
+	                                 0600, geteuid());
+	log_file = fd >= 0 ? fdopen(fd, "a") : NULL;
 	if (!log_file) {
-		nopfs_error("--log: cannot open '%s': %m", options->log_path);
+		nopfs_error("--log: cannot open '%s': %s", options->log_path,
+		            errno == EPERM ? "not a regular file of this user" : strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return NOPFS_ERR_IO;
 	}
 	nopfs_log_set_sink(log_to_file, NULL, level);
@@ -127,24 +134,14 @@ static void log_close(void)
 
 static nopfs_status make_private_dir(const char *path, const char *what, bool *made)
 {
-	struct stat st;
+	nopfs_status status = nopfs_private_dir_make(path, made);
 
-	*made = false;
-	if (mkdir(path, 0700) == 0) {
-		*made = true;
-		return NOPFS_OK;
-	}
-	if (errno != EEXIST) {
-		nopfs_error("%s '%s': cannot create: %m", what, path);
-		return nopfs_status_from_errno(errno);
-	}
-	if (lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) != 0) {
+	if (status == NOPFS_ERR_PERMISSION)
 		nopfs_error("%s '%s' exists but is not a private (0700) directory of uid %ld", what,
 		            path, (long)geteuid());
-		return NOPFS_ERR_PERMISSION;
-	}
-	return NOPFS_OK;
+	else if (status != NOPFS_OK)
+		nopfs_error("%s '%s': cannot create: %m", what, path);
+	return status;
 }
 
 /* Remove the files we put in the stage directory, then the directory. */
@@ -269,24 +266,21 @@ static nopfs_status phase_plan(struct agent *agent)
 }
 
 /*
- * Serve until a stop signal; SIGUSR1 writes the report on the way, SIGUSR2
- * (a later step described itself) and peers' notices change the plan.
+ * Serve until a stop signal; SIGUSR1 writes the report on the way; a later
+ * step's description in the runtime directory (looked for at every tick, or
+ * at once on SIGUSR2) and peers' notices change the plan.
  */
 static void wait_for_stop(struct agent *agent, const sigset_t *wait_mask)
 {
 	const struct timespec tick = { .tv_nsec = 200000000 };
 
 	while (!stop_requested) {
-		bool step;
-
 		pselect(0, NULL, NULL, NULL, &tick, wait_mask);
 		if (report_requested) {
 			report_requested = 0;
 			report_write(agent);
 		}
-		step = step_requested;
-		step_requested = 0;
-		if (!stop_requested && agent_replan_poll(agent, step) != NOPFS_OK) {
+		if (!stop_requested && agent_replan_poll(agent) != NOPFS_OK) {
 			nopfs_error("no plan to serve any more: stopping");
 			break;
 		}
@@ -308,6 +302,7 @@ static struct agent agent;
 int main(int argc, char **argv)
 {
 	struct agent_options *options = &agent.options;
+	char ssd_list[PATH_MAX + 16] = "";
 	sigset_t wait_mask;
 	uint64_t clock;
 	nopfs_status status;
@@ -316,10 +311,6 @@ int main(int argc, char **argv)
 	status = agent_options_parse(argc, argv, options);
 	if (status != NOPFS_OK)
 		return status == NOPFS_ERR_EMPTY ? 0 : 2;
-	if (log_open(options) != NOPFS_OK)
-		goto out_options;
-	if (signals_setup(&wait_mask) != NOPFS_OK)
-		goto out_log;
 	agent.started_ns = clock = nopfs_clock_now_ns();
 	pthread_rwlock_init(&agent.plan_lock, NULL);
 	pthread_mutex_init(&agent.events_lock, NULL);
@@ -328,15 +319,22 @@ int main(int argc, char **argv)
 	    snprintf(agent.ready_path, sizeof(agent.ready_path), "%s/ready",
 	             options->runtime_dir) >= (int)sizeof(agent.ready_path)) {
 		nopfs_error("--runtime-dir '%s' is too long", options->runtime_dir);
-		goto out_log;
+		goto out_options;
 	}
+	/* the private directories first: the log may be in the runtime directory */
 	if (make_private_dir(options->runtime_dir, "--runtime-dir", &agent.made_runtime_dir) ||
 	    make_private_dir(options->stage_dir, "--stage-dir", &agent.made_stage_dir))
 		goto out_dirs;
+	if (agent_lock(&agent.lock, options) != NOPFS_OK)
+		goto out_dirs;
+	if (log_open(options) != NOPFS_OK)
+		goto out_lock;
+	if (signals_setup(&wait_mask) != NOPFS_OK)
+		goto out_log;
 
 	if (options->bootstrap == AGENT_BOOTSTRAP_PMIX &&
 	    bootstrap_init(&agent.bootstrap) != NOPFS_OK)
-		goto out_dirs;
+		goto out_log;
 	/*
 	 * Two barriers: the first may complete on some nodes only (Slurm's race
 	 * below), which then proceed while the others give up; the second shows
@@ -365,8 +363,10 @@ int main(int argc, char **argv)
 		goto out_job;
 	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
-	                    options->job_id, 0) != NOPFS_OK)
+	                    options->private_name, 0) != NOPFS_OK)
 		goto out_job;
+	snprintf(ssd_list, sizeof(ssd_list), "%s/ssd-dirs", options->runtime_dir);
+	tier_set_list_directories(&agent.tiers, ssd_list);
 	source_init(&agent.source, &agent.job, &agent.tiers, &agent.stats);
 	agent_choose_threads(&agent);
 	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
@@ -398,20 +398,22 @@ out_report:
 out_tiers:
 	team_disconnect_peers(&agent);
 	tier_set_destroy(&agent.tiers);
+	unlink(ssd_list);
 out_job:
 	job_fini(&agent.job);
 	team_fini(&agent);
 	agent_replan_fini(&agent);
 	bootstrap_fini(&agent.bootstrap);
-out_dirs:
-	unlink(agent.ready_path);
-	if (agent.made_stage_dir)
-		remove_stage_dir(options->stage_dir);
-	if (agent.made_runtime_dir && options->report_path[0] &&
-	    strncmp(options->report_path, options->runtime_dir, strlen(options->runtime_dir)) != 0)
-		rmdir(options->runtime_dir);
 out_log:
 	log_close();
+out_lock:
+	unlink(agent.ready_path);
+	agent_unlock(&agent.lock);
+out_dirs:
+	if (agent.made_stage_dir)
+		remove_stage_dir(options->stage_dir);
+	if (agent.made_runtime_dir) /* not while a log or report stays there */
+		rmdir(options->runtime_dir);
 out_options:
 	agent_options_fini(options);
 	return rc;

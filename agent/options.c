@@ -12,6 +12,7 @@
 #include "plan/layout.h"
 #include "common/log.h"
 #include "common/optable.h"
+#include "common/token.h"
 #include "common/units.h"
 
 #define FIELD(field) NOPFS_OPTION_FIELD(struct agent_options, field)
@@ -268,11 +269,14 @@ static const struct nopfs_optable option_table = {
 	         "\n",
 	.epilogue =
 	        "\n"
-	        "Signals: TERM drains, writes the report and exits; USR1 writes the report;\n"
-	        "USR2 plans for the step in the newest RUNTIME-DIR/step-G: one per line, its\n"
-	        "--dataset, --index, --extensions, --seed, --epochs, --world-size and --ranks\n"
-	        "or --step-tasks and --step-distribution, --drop-last, --no-shuffle; the ready\n"
-	        "file then reads \"PID G\".\n",
+	        "Signals: TERM drains, writes the report and exits; USR1 writes the report.\n"
+	        "Steps: the agent plans for the step in the newest RUNTIME-DIR/step-G (looked\n"
+	        "for every 0.2 s, at once on USR2): one per line, its --dataset, --index,\n"
+	        "--extensions, --seed, --epochs, --world-size and --ranks or --step-tasks and\n"
+	        "--step-distribution, --drop-last, --no-shuffle; the ready file then reads\n"
+	        "\"PID G\".\n"
+	        "Environment: NOPFS_AGENT_TOKEN (32 hexadecimal digits, from the plugin) names\n"
+	        "the default directories /tmp/nopfs-JOB.TOKEN and /dev/shm/nopfs-JOB.TOKEN.\n",
 	.column = 25,
 };
 
@@ -286,6 +290,24 @@ static void point_catalog(struct agent_options *c)
 }
 
 /* Defaults that depend on other options, and cross-option checks. */
+/*
+ * The name of the job's private places: "nopfs-JOB", with the job's token
+ * when the plugin gave one ("nopfs-JOB.TOKEN": nobody else can make it first).
+ */
+static nopfs_status private_name(struct agent_options *c)
+{
+	const char *token = getenv(NOPFS_ENV_AGENT_TOKEN);
+
+	if (token && !nopfs_token_is_valid(token)) {
+		nopfs_error("%s is not %d hexadecimal digits", NOPFS_ENV_AGENT_TOKEN,
+		            NOPFS_TOKEN_LENGTH);
+		return NOPFS_ERR_INVALID;
+	}
+	snprintf(c->private_name, sizeof(c->private_name), "nopfs-%s%s%s", c->job_id,
+	         token ? "." : "", token ? token : "");
+	return NOPFS_OK;
+}
+
 static nopfs_status finish(struct agent_options *c)
 {
 	if (c->dataset_root[0] == '\0') {
@@ -317,10 +339,12 @@ static nopfs_status finish(struct agent_options *c)
 		strcpy(c->job_id, getenv("SLURM_JOB_ID"));
 	if (c->job_id[0] == '\0')
 		snprintf(c->job_id, sizeof(c->job_id), "standalone-%ld", (long)getpid());
+	if (private_name(c) != NOPFS_OK)
+		return NOPFS_ERR_INVALID;
 	if (c->runtime_dir[0] == '\0')
-		snprintf(c->runtime_dir, sizeof(c->runtime_dir), "/tmp/nopfs-%s", c->job_id);
+		snprintf(c->runtime_dir, sizeof(c->runtime_dir), "/tmp/%s", c->private_name);
 	if (c->stage_dir[0] == '\0')
-		snprintf(c->stage_dir, sizeof(c->stage_dir), "/dev/shm/nopfs-%s", c->job_id);
+		snprintf(c->stage_dir, sizeof(c->stage_dir), "/dev/shm/%s", c->private_name);
 	if (c->report_path[0] == '\0' &&
 	    snprintf(c->report_path, sizeof(c->report_path), "%s/report.json", c->runtime_dir) >=
 	            (int)sizeof(c->report_path)) {

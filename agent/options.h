@@ -30,6 +30,7 @@ struct agent_options {
 	uint32_t local_rank_count;
 	struct nopfs_tier_list tiers;
 	char job_id[64];
+	char private_name[128];     /* nopfs-JOB[.TOKEN]: runtime, stage and SSD directories */
 	char runtime_dir[PATH_MAX]; /* socket, ready file; 0700 */
 	char stage_dir[PATH_MAX];   /* tmpfs: staged copies and the RAM tier; 0700 */
 	char report_path[PATH_MAX];

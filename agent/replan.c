@@ -19,13 +19,17 @@
 #include "notices.h"
 #include "team.h"
 #include "common/log.h"
+#include "common/private.h"
 #include "peer/peer.h"
 #include "common/readall.h"
 #include "common/clock.h"
 
 #define STEP_FILE_MAX 65536
 
-/* Read the step file @name of the runtime directory (malloc'd text), NULL on error. */
+/*
+ * Read the step file @name of the runtime directory (malloc'd text), NULL on
+ * error: a regular file of this user, never through a link.
+ */
 static char *read_step_file(struct agent *agent, const char *name)
 {
 	char path[PATH_MAX + 64];
@@ -35,9 +39,10 @@ static char *read_step_file(struct agent *agent, const char *name)
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/%s", agent->options.runtime_dir, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = nopfs_private_file_open_for(AT_FDCWD, path, O_RDONLY, 0, geteuid());
 	if (fd < 0) {
-		nopfs_error("step description '%s': %m", path);
+		nopfs_error("step description '%s': %s", path,
+		            errno == EPERM ? "not a regular file of this user" : strerror(errno));
 		return NULL;
 	}
 	status = nopfs_read_all(fd, STEP_FILE_MAX, &text, &length);
@@ -61,10 +66,29 @@ static bool step_file_generation(const char *name, uint32_t *generation)
 }
 
 /*
- * The newest step description of the runtime directory: its text (malloc'd)
- * and its generation in *@generation, or NULL.
+ * Remove the step files up to generation @last, once taken on or refused:
+ * the plugin reads a removed file with an older generation in the ready
+ * file as a refusal.
  */
-static char *newest_step_file(struct agent *agent, uint32_t *generation)
+static void remove_step_files(struct agent *agent, uint32_t last)
+{
+	DIR *dir = opendir(agent->options.runtime_dir);
+	struct dirent *entry;
+	uint32_t value;
+
+	if (!dir)
+		return;
+	while ((entry = readdir(dir)))
+		if (step_file_generation(entry->d_name, &value) && value <= last)
+			unlinkat(dirfd(dir), entry->d_name, 0);
+	closedir(dir);
+}
+
+/*
+ * The newest step description of the runtime directory newer than @after:
+ * its text (malloc'd) and its generation in *@generation, or NULL.
+ */
+static char *newest_step_file(struct agent *agent, uint32_t after, uint32_t *generation)
 {
 	DIR *dir = opendir(agent->options.runtime_dir);
 	struct dirent *entry;
@@ -82,26 +106,9 @@ static char *newest_step_file(struct agent *agent, uint32_t *generation)
 		}
 	closedir(dir);
 	*generation = best;
-	return newest[0] ? read_step_file(agent, newest) : NULL;
-}
-
-/*
- * Remove the step files up to generation @last, once taken on or refused:
- * the plugin reads a removed file with an older generation in the ready
- * file as a refusal.
- */
-static void remove_step_files(struct agent *agent, uint32_t last)
-{
-	DIR *dir = opendir(agent->options.runtime_dir);
-	struct dirent *entry;
-	uint32_t value;
-
-	if (!dir)
-		return;
-	while ((entry = readdir(dir)))
-		if (step_file_generation(entry->d_name, &value) && value <= last)
-			unlinkat(dirfd(dir), entry->d_name, 0);
-	closedir(dir);
+	if (newest[0] && best <= after)
+		remove_step_files(agent, best); /* taken on or refused already */
+	return newest[0] && best > after ? read_step_file(agent, newest) : NULL;
 }
 
 /* Every node's tier capacities for a layout of @nodes nodes (the ones published). */
@@ -296,7 +303,7 @@ static nopfs_status change_dataset(struct agent *agent, uint32_t generation,
 	if (agent->peers)
 		peer_plane_set_generation(agent->peers, PEER_NO_GENERATION);
 	pthread_rwlock_wrlock(&agent->plan_lock);
-	status = tier_set_create(&tiers, job, &next->tiers, next->stage_dir, next->job_id,
+	status = tier_set_create(&tiers, job, &next->tiers, next->stage_dir, next->private_name,
 	                         generation);
 	if (status != NOPFS_OK) {
 		pthread_rwlock_unlock(&agent->plan_lock);
@@ -435,18 +442,14 @@ static char *take_events(struct agent *agent, uint32_t *plan_generation)
 	return plan;
 }
 
-nopfs_status agent_replan_poll(struct agent *agent, bool step_signalled)
+nopfs_status agent_replan_poll(struct agent *agent)
 {
 	uint32_t local = 0, remote = 0;
-	char *mine = step_signalled ? newest_step_file(agent, &local) : NULL;
+	char *mine = newest_step_file(agent, agent->considered, &local);
 	char *theirs = take_events(agent, &remote);
 	nopfs_status status = NOPFS_OK;
 
-	if (mine && local <= agent->considered)
-		nopfs_warning("plan %" PRIu32 " ignored: this agent took plan %" PRIu32
-		              " on or refused it already",
-		              local, agent->considered);
-	if (mine && local > agent->considered && local >= remote)
+	if (mine && local >= remote)
 		status = replan(agent, local, mine, true);
 	else if (theirs)
 		status = replan(agent, remote, theirs, false);

@@ -14,6 +14,7 @@
 #include "team.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/private.h"
 #include "peer/peer.h"
 #include "common/readall.h"
 #include "common/clock.h"
@@ -25,7 +26,7 @@
 /* Publish @length bytes at @path for the other agents, atomically. */
 static nopfs_status write_file(const char *path, const void *data, size_t length)
 {
-	nopfs_status status = nopfs_atomic_write(path, 0644, data, length);
+	nopfs_status status = nopfs_atomic_write(path, 0600, data, length);
 
 	if (status != NOPFS_OK)
 		nopfs_error("cannot share the catalog in '%s': %m", path);
@@ -35,7 +36,8 @@ static nopfs_status write_file(const char *path, const void *data, size_t length
 /* Read all of @path (malloc'd). */
 static nopfs_status read_file(const char *path, void **data, size_t *length)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* the share directory may be anyone's: only a file of this user is believed */
+	int fd = nopfs_private_file_open_for(AT_FDCWD, path, O_RDONLY, 0, geteuid());
 	nopfs_status status = fd < 0 ? nopfs_status_from_errno(errno)
 	                             : nopfs_read_all(fd, SIZE_MAX, data, length);
 
@@ -59,9 +61,9 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 	status = job_open_catalog(options, catalog, &agent->job.catalog_from_cache);
 	if (status != NOPFS_OK || options->share_dir[0] == '\0')
 		return status;
-	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog),
-	                     "%s/nopfs-catalog-%s.bin", options->share_dir,
-	                     options->job_id) >= sizeof(agent->shared_catalog)) {
+	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog), "%s/%s.catalog",
+	                     options->share_dir,
+	                     options->private_name) >= sizeof(agent->shared_catalog)) {
 		nopfs_error("--share-dir '%s' is too long", options->share_dir);
 		return NOPFS_ERR_RANGE;
 	}
@@ -147,8 +149,8 @@ nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_opt
 	*catalog = NULL;
 	status = job_open_catalog(options, catalog, &from_cache);
 	if (status == NOPFS_OK &&
-	    (size_t)snprintf(path, sizeof(path), "%s/nopfs-catalog-%s.%" PRIu32 ".bin",
-	                     options->share_dir, options->job_id, generation) >= sizeof(path)) {
+	    (size_t)snprintf(path, sizeof(path), "%s/%s.%" PRIu32 ".catalog", options->share_dir,
+	                     options->private_name, generation) >= sizeof(path)) {
 		nopfs_error("--share-dir '%s' is too long", options->share_dir);
 		status = NOPFS_ERR_RANGE;
 	}

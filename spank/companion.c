@@ -16,6 +16,7 @@
 #include "companion.h"
 #include "plan/layout.h"
 #include "common/log.h"
+#include "common/token.h"
 #include "plugin.h"
 #include "task/runtime.h"
 
@@ -26,18 +27,19 @@
 
 /* Environment variables the companion must not inherit. */
 static const char *const scrubbed[] = {
-	"SLURM_NTASKS",         "SLURM_NPROCS",         "SLURM_NTASKS_PER_NODE",
-	"SLURM_STEP_ID",        "SLURM_STEPID",         "SLURM_DISTRIBUTION",
-	"SLURM_TASKS_PER_NODE", "SLURM_DIST_PLANESIZE", "SLURM_CPU_BIND",
-	"SLURM_MEM_PER_CPU",    "SLURM_MEM_PER_NODE",   "SLURM_NNODES",
-	"SLURM_JOB_NAME",       "LD_PRELOAD",           NULL
+	"SLURM_NTASKS",   "SLURM_NPROCS",       "SLURM_NTASKS_PER_NODE", "SLURM_STEP_ID",
+	"SLURM_STEPID",   "SLURM_DISTRIBUTION", "SLURM_TASKS_PER_NODE",  "SLURM_DIST_PLANESIZE",
+	"SLURM_CPU_BIND", "SLURM_MEM_PER_CPU",  "SLURM_MEM_PER_NODE",    "SLURM_NNODES",
+	"SLURM_JOB_NAME", "LD_PRELOAD",         NOPFS_ENV_AGENT_TOKEN,   NULL
 };
 
 struct command {
 	const char *argv[ARGS_MAX];
 	int argc;
 	char job[16], jobid[32], nodes[16], seed[32], epochs[16];
-	char agent[PATH_MAX + 16], node_report[PATH_MAX + 32], share[PATH_MAX], log[64];
+	char token[NOPFS_TOKEN_LENGTH + 1];
+	char token_env[sizeof(NOPFS_ENV_AGENT_TOKEN) + NOPFS_TOKEN_LENGTH + 1];
+	char agent[PATH_MAX + 16], node_report[PATH_MAX + 64], share[PATH_MAX], log[128];
 	char tiers[TIERS_MAX][PATH_MAX + 64];
 };
 
@@ -238,21 +240,25 @@ static void add_option(struct command *c, const char *option, const char *value)
 	add(c, value);
 }
 
+/*
+ * The agent step's command line. @c->token names the agents' private places
+ * (runtime and stage directories, SSD tiers, node reports); it reaches them
+ * in their environment only (build_env()), which other users cannot read.
+ */
 static void build_command(uint32_t job, const struct step_layout *layout, struct command *c)
 {
 	const struct spank_request *r = &nopfs_request;
 	int tier_count;
 	char *slash;
 
-	memset(c, 0, sizeof(*c));
 	snprintf(c->job, sizeof(c->job), "%u", job);
 	snprintf(c->jobid, sizeof(c->jobid), "--jobid=%u", job);
 	snprintf(c->nodes, sizeof(c->nodes), "%u", layout->node_count);
 	snprintf(c->seed, sizeof(c->seed), "%lld", (long long)r->seed);
 	snprintf(c->epochs, sizeof(c->epochs), "%u", r->epochs);
-	snprintf(c->log, sizeof(c->log), "/tmp/nopfs-%u.log", job);
+	snprintf(c->log, sizeof(c->log), "/tmp/nopfs-%u.%s/agent.log", job, c->token);
 	snprintf(c->agent, sizeof(c->agent), "%s/nopfs-agent", nopfs_config.bindir);
-	snprintf(c->node_report, sizeof(c->node_report), "%s.node-%%n", r->report);
+	snprintf(c->node_report, sizeof(c->node_report), "%s.%s.node-%%n", r->report, c->token);
 	memcpy(c->share, r->report, sizeof(c->share));
 	slash = strrchr(c->share, '/');
 	if (slash && slash != c->share)
@@ -314,34 +320,34 @@ static bool is_scrubbed(const char *entry)
 	return false;
 }
 
-/* @env without what the companion must not inherit, plus the guard (NULL if no memory). */
-static char **build_env(char *const *env)
+/*
+ * @env without what the companion must not inherit, plus the guard and
+ * @token_env (the job's token for the agents), NULL if no memory.
+ */
+static char **build_env(char *const *env, char *token_env)
 {
 	size_t count = 0, kept = 0;
 	char **out;
 
 	while (env && env[count])
 		count++;
-	out = calloc(count + 2, sizeof(*out));
+	out = calloc(count + 3, sizeof(*out));
 	if (!out)
 		return NULL;
 	for (size_t i = 0; i < count; i++)
 		if (!is_scrubbed(env[i]))
 			out[kept++] = env[i];
 	out[kept++] = NOPFS_SPANK_GUARD "=1";
+	out[kept++] = token_env;
 	out[kept] = NULL;
 	return out;
 }
 
 /* The srun of one attempt (async-signal-safe calls only, as below). */
-static void exec_child(const struct command *c, char **env, int null_fd, int log_fd)
+static void exec_child(const struct command *c, char **env)
 {
 	static const char failed[] = PLUGIN_NAME ": cannot run srun (plugstack.conf srun=)\n";
 
-	dup2(null_fd, STDIN_FILENO);
-	dup2(null_fd, STDOUT_FILENO);
-	if (log_fd >= 0)
-		dup2(log_fd, STDERR_FILENO);
 	execve(c->argv[0], (char *const *)c->argv, env);
 	if (write(STDERR_FILENO, failed, sizeof(failed) - 1) < 0)
 		_exit(126);
@@ -371,20 +377,25 @@ static void supervise(const struct command *c, char **env, int null_fd, int log_
 	    (getuid() != uid && setresuid(uid, uid, uid) != 0))
 		_exit(126);
 	setsid();
+	/* stdin and stdout /dev/null, stderr the log; nothing else of srun's or slurmstepd's */
+	dup2(null_fd, STDIN_FILENO);
+	dup2(null_fd, STDOUT_FILENO);
+	dup2(log_fd >= 0 ? log_fd : null_fd, STDERR_FILENO);
+	close_range(3, ~0U, 0);
 	for (int attempt = 1; attempt <= STEP_ATTEMPTS; attempt++) {
 		pid_t srun = fork();
 
 		if (srun < 0)
 			_exit(126);
 		if (srun == 0)
-			exec_child(c, env, null_fd, log_fd);
+			exec_child(c, env);
 		while (waitpid(srun, &status, 0) < 0)
 			if (errno != EINTR)
 				_exit(126);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != NOPFS_AGENT_EXIT_RETRY)
 			break;
 		if (attempt < STEP_ATTEMPTS && log_fd >= 0)
-			say_again(log_fd);
+			say_again(STDERR_FILENO);
 	}
 	_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 }
@@ -392,13 +403,22 @@ static void supervise(const struct command *c, char **env, int null_fd, int log_
 int companion_start(uint32_t job, const struct step_layout *layout, char *const *env, int log_fd,
                     bool detach, pid_t *pid)
 {
-	struct command *c = malloc(sizeof(*c));
-	char **child_env = build_env(env);
+	struct command *c = calloc(1, sizeof(*c));
+	char **child_env = NULL;
 	int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC), rc = -1, status;
 	uid_t uid = geteuid();
 	gid_t gid = getegid();
 	pid_t child;
 
+	if (c && nopfs_token_make(c->token) != NOPFS_OK) {
+		user_error("cannot start the agent step: no random token: %m");
+		goto out;
+	}
+	if (c) {
+		snprintf(c->token_env, sizeof(c->token_env), "%s=%s", NOPFS_ENV_AGENT_TOKEN,
+		         c->token);
+		child_env = build_env(env, c->token_env);
+	}
 	if (!c || !child_env || null_fd < 0) {
 		user_error("cannot start the agent step: %s",
 		           null_fd < 0 ? strerror(errno) : "out of memory");

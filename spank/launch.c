@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -125,7 +126,8 @@ static void wait_for_step(uint32_t job)
 
 /*
  * The lock of an srun that died before its agent step showed up is stale;
- * the lock of a live one means wait for its step.
+ * the lock of a live one means wait for its step. Only a lock of ours is
+ * read at all (see lock_is_ours()).
  */
 static bool lock_is_stale(const char *path)
 {
@@ -140,6 +142,42 @@ static bool lock_is_stale(const char *path)
 	return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
+/* Is the lock at @path a regular file of this user (not another's, not a link)? */
+static bool lock_is_ours(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+}
+
+/*
+ * Another user put a file where the job's lock goes (/tmp is everyone's):
+ * it is no lock of ours. The agent step starts without the lock (at worst
+ * two sruns of the job start one each, and the second's agents refuse), with
+ * its log in a file of our own beside it.
+ */
+static int planted_lock(void)
+{
+	char path[sizeof(nopfs_launch.lock)];
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.XXXXXX", nopfs_launch.lock) >= sizeof(path))
+		return -1;
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0) {
+		user_error("'%s' is not this user's (another user made it), and no log of our own "
+		           "can be made beside it: %m",
+		           nopfs_launch.lock);
+		return -1;
+	}
+	user_error("'%s' is not this user's (another user made it): the agents start without "
+	           "it; their step's log: %s",
+	           nopfs_launch.lock, path);
+	memcpy(nopfs_launch.lock, path, sizeof(nopfs_launch.lock) - 1);
+	nopfs_launch.lock[sizeof(nopfs_launch.lock) - 1] = '\0';
+	return fd;
+}
+
 /* Take the lock and start the agent step, or wait for whoever has the lock. */
 static void start_agent_step(uint32_t job, const struct step_layout *layout, char *const *env,
                              bool detach)
@@ -149,9 +187,14 @@ static void start_agent_step(uint32_t job, const struct step_layout *layout, cha
 
 	launch_set_lock(job);
 	for (int attempt = 0; attempt < 2 && lock_fd < 0; attempt++) {
-		lock_fd = open(nopfs_launch.lock, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		lock_fd = open(nopfs_launch.lock,
+		               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (lock_fd >= 0 || errno != EEXIST)
 			break;
+		if (!lock_is_ours(nopfs_launch.lock)) {
+			lock_fd = planted_lock();
+			break;
+		}
 		if (!lock_is_stale(nopfs_launch.lock)) {
 			wait_for_step(job); /* another srun of the job is starting it */
 			return;
@@ -288,8 +331,8 @@ static void publish_for_tasks(uint32_t job)
 {
 	char value[PATH_MAX + 64];
 
-	snprintf(value, sizeof(value), "%u:%d:%u:%s", job, nopfs_request.preload ? 1 : 0,
-	         nopfs_config.ready_timeout, nopfs_request.dataset);
+	snprintf(value, sizeof(value), "%u:%d:%s", job, nopfs_request.preload ? 1 : 0,
+	         nopfs_request.dataset);
 	setenv(NOPFS_SPANK_TASKS, value, 1);
 }
 

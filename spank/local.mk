@@ -31,7 +31,11 @@ spank_spank_nopfs_la_SOURCES = \
 	lib/common/fdio.h \
 	lib/common/atomic_file.c \
 	lib/common/clock.h \
-	lib/common/atomic_file.h
+	lib/common/atomic_file.h \
+	lib/common/private.c \
+	lib/common/private.h \
+	lib/common/token.c \
+	lib/common/token.h
 spank_spank_nopfs_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DNOPFS_BINDIR='"$(bindir)"' \
 	-DNOPFS_PRELOAD='"$(libdir)/libnopfs_preload.so"'

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,24 +65,55 @@ static int run_tool(char **argv)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* Is @path a regular file of this user (the report directory may be anyone's)? */
+static bool is_ours(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+}
+
+/*
+ * The node reports of the job report @report ("REPORT.TOKEN.node-N") that
+ * are this user's, in @found (globfree() it): how many.
+ */
+static size_t node_reports(const char *report, glob_t *found)
+{
+	char pattern[PATH_MAX + 32];
+	size_t kept = 0;
+
+	snprintf(pattern, sizeof(pattern), "%s.*.node-*", report);
+	if (glob(pattern, 0, NULL, found) != 0)
+		return 0;
+	for (size_t i = 0; i < found->gl_pathc; i++) {
+		if (is_ours(found->gl_pathv[i]))
+			found->gl_pathv[kept++] = found->gl_pathv[i];
+		else
+			user_error("ignored '%s': another user's file", found->gl_pathv[i]);
+	}
+	found->gl_pathv[kept] = NULL;
+	return kept;
+}
+
 /* Merge the node reports that exist into the job report ourselves. */
 static int merge_here(const char *tool, const char *report)
 {
-	char pattern[PATH_MAX + 32];
 	char *argv[4100];
-	glob_t found;
+	size_t count;
+	glob_t found = { 0 };
 	int argc = 0, rc;
 
-	snprintf(pattern, sizeof(pattern), "%s.node-*", report);
-	if (glob(pattern, 0, NULL, &found) != 0 || found.gl_pathc == 0) {
-		user_error("no agent wrote a report for job %u (expected %s.node-N)",
+	count = node_reports(report, &found);
+	if (count == 0) {
+		user_error("no agent wrote a report for job %u (expected %s.TOKEN.node-N)",
 		           nopfs_launch.job, report);
+		globfree(&found);
 		return -1;
 	}
 	argv[argc++] = (char *)tool;
 	argv[argc++] = "--merge";
 	argv[argc++] = (char *)report;
-	for (size_t i = 0; i < found.gl_pathc && argc < 4096; i++)
+	for (size_t i = 0; i < count && argc < 4096; i++)
 		argv[argc++] = found.gl_pathv[i];
 	argv[argc] = NULL;
 	rc = run_tool(argv);
@@ -92,13 +124,10 @@ static int merge_here(const char *tool, const char *report)
 /* The node reports are in the job report now. */
 static void remove_node_reports(const char *report)
 {
-	char pattern[PATH_MAX + 32];
-	glob_t found;
+	glob_t found = { 0 };
+	size_t count = node_reports(report, &found);
 
-	snprintf(pattern, sizeof(pattern), "%s.node-*", report);
-	if (glob(pattern, 0, NULL, &found) != 0)
-		return;
-	for (size_t i = 0; i < found.gl_pathc; i++)
+	for (size_t i = 0; i < count; i++)
 		unlink(found.gl_pathv[i]);
 	globfree(&found);
 }
@@ -131,10 +160,14 @@ void report_print(spank_t sp)
 	/* without a companion of ours (salloc), only the deadline ends the wait */
 	bool own = nopfs_launch.companion > 0;
 
-	while (access(report, F_OK) != 0 && nopfs_clock_seconds() < deadline &&
-	       !(own && companion_done()))
+	/* a file of another user there is not the report (the agent replaces it) */
+	while (!is_ours(report) && nopfs_clock_seconds() < deadline && !(own && companion_done()))
 		usleep(50000);
-	if (access(report, F_OK) == 0) { /* node 0's agent merged it */
+	if (access(report, F_OK) == 0 && !is_ours(report)) {
+		user_error("'%s' is not this user's file: another user made it; no job report",
+		           report);
+		shown = false;
+	} else if (access(report, F_OK) == 0) { /* node 0's agent merged it */
 		argv[0] = tool;
 		argv[1] = (char *)report;
 		argv[2] = NULL;

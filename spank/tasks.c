@@ -1,25 +1,27 @@
 /*
- * slurmstepd, remote context, once per node of a step: when the launching
- * srun started or found the job's agents (NOPFS_SPANK_TASKS in the step's
- * environment), wait (bounded) for this node's agent to be ready and give
+ * slurmstepd, remote context, once per node of a step that uses nopfs: find
+ * this node's agent of the job, wait (bounded) for it to be ready and give
  * the tasks its socket, staging directory and the interposer. An agent that
  * never comes, or is gone, leaves the tasks reading the PFS, with one
- * warning per node. When the launching srun found the job's agents running
- * (NOPFS_SPANK_PLAN), the step's description goes to the node's agent
- * (/tmp/nopfs-JOB/step-GEN, then SIGUSR2), and the tasks wait (bounded) for
- * it to plan for the step (re-planning if it planned for other options); if
- * it does not, they are served all the same, unplanned.
+ * warning per node. A later step's description (NOPFS_SPANK_PLAN) goes to
+ * the agent as a file in its runtime directory, and the tasks wait (bounded)
+ * for it to plan for the step; if it does not, they are served all the same.
+ * The agent's directories are named with the job's token, read from the
+ * agent process's own environment; every file is checked to be the job
+ * user's before it is believed. Nothing here uses root's privileges: files
+ * are read and written with the user's effective ids, and no signal is sent.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin.h"
 #include "common/atomic_file.h"
+#include "common/private.h"
+#include "common/token.h"
+#include "plugin.h"
 #include "task/runtime.h"
 
 /*
@@ -28,63 +30,142 @@
  * give up their first fences after 10 s each).
  */
 #define AGENT_MISSING_SECONDS 25
+#define ENVIRON_MAX           (1 << 20) /* of an agent process, read for its token */
 
-/*
- * Is an nopfs-agent of @job running on this node (as the job's user)? In
- * slurmstepd's user_init only the effective uid is the user's (the real one
- * is root's).
- */
-static bool agent_running(unsigned int job)
+/* This node's agent of the job: its process and its private directories. */
+struct node_agent {
+	uint32_t job;
+	uid_t uid;
+	pid_t pid;
+	char runtime[PATH_MAX];
+	char stage[PATH_MAX];
+	char log[PATH_MAX + 16];
+};
+
+/* The value of NOPFS_AGENT_TOKEN in the environment of process @pid, into @token. */
+static bool agent_token(pid_t pid, char *token)
 {
-	return agents_of_job(job, geteuid(), NULL, NULL) != 0; /* -1: cannot tell, keep waiting */
+	static const char key[] = NOPFS_ENV_AGENT_TOKEN "=";
+	char path[64], chunk[4096], entry[sizeof(key) + NOPFS_TOKEN_LENGTH + 1];
+	size_t kept = 0, total = 0;
+	bool found = false, skipping = false;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/environ", (long)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	while (!found && total < ENVIRON_MAX && (got = read(fd, chunk, sizeof(chunk))) > 0) {
+		total += (size_t)got;
+		for (ssize_t i = 0; i < got && !found; i++) {
+			if (chunk[i] != '\0') {
+				if (!skipping && kept < sizeof(entry) - 1)
+					entry[kept++] = chunk[i];
+				else
+					skipping = true;
+				continue;
+			}
+			entry[kept] = '\0';
+			found = !skipping && strncmp(entry, key, sizeof(key) - 1) == 0 &&
+			        nopfs_token_is_valid(entry + sizeof(key) - 1);
+			if (found)
+				strcpy(token, entry + sizeof(key) - 1);
+			kept = 0;
+			skipping = false;
+		}
+	}
+	close(fd);
+	return found;
 }
 
-/* Wait for /tmp/nopfs-JOB/ready: 0 ready, -1 not within @timeout seconds or gone. */
-static int wait_ready(unsigned int job, unsigned int timeout, char *why, size_t size)
+static void first_pid(pid_t pid, void *arg)
 {
-	char ready[64];
-	unsigned int missing = 0; /* seconds in a row without an agent process */
+	pid_t *first = arg;
 
-	snprintf(ready, sizeof(ready), "/tmp/nopfs-%u/ready", job);
+	if (*first <= 0)
+		*first = pid;
+}
+
+/*
+ * Find this node's agent of the job (a process of the job's user running
+ * nopfs-agent for the job, with the job's token): 1 found, 0 not (yet).
+ */
+static int find_agent(struct node_agent *agent)
+{
+	char token[NOPFS_TOKEN_LENGTH + 1];
+	pid_t pid = 0;
+
+	if (agents_of_job(agent->job, agent->uid, first_pid, &pid) <= 0 || pid <= 0 ||
+	    !agent_token(pid, token))
+		return 0;
+	agent->pid = pid;
+	snprintf(agent->runtime, sizeof(agent->runtime), "/tmp/nopfs-%u.%s", agent->job, token);
+	snprintf(agent->stage, sizeof(agent->stage), "/dev/shm/nopfs-%u.%s", agent->job, token);
+	snprintf(agent->log, sizeof(agent->log), "%s/agent.log", agent->runtime);
+	return 1;
+}
+
+/*
+ * The agent's ready file, "PID GEN" (GEN: the newest step generation it
+ * plans for), read only from its private runtime directory and only when it
+ * is a regular file of the job's user naming the agent's process: how many
+ * fields it holds, -1 if it is not there or not to be believed.
+ */
+static int read_ready(const struct node_agent *agent, unsigned long long *generation)
+{
+	char line[64];
+	long pid = 0;
+	ssize_t got;
+	int dir_fd, fd, fields;
+
+	dir_fd = nopfs_private_dir_open_for(agent->runtime, agent->uid);
+	if (dir_fd < 0)
+		return -1;
+	fd = nopfs_private_file_open_for(dir_fd, "ready", O_RDONLY, 0, agent->uid);
+	close(dir_fd);
+	if (fd < 0)
+		return -1;
+	got = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (got <= 0)
+		return -1;
+	line[got] = '\0';
+	*generation = 0;
+	fields = sscanf(line, "%ld %llu", &pid, generation);
+	return fields >= 1 && pid == (long)agent->pid ? fields : -1;
+}
+
+/* Wait for the node's agent to be ready: 0, or -1 with the reason in @why. */
+static int wait_ready(struct node_agent *agent, unsigned int timeout, char *why, size_t size)
+{
+	unsigned int missing = 0; /* seconds in a row without an agent process */
+	unsigned long long generation;
+
 	for (unsigned int tenth = 0; tenth <= timeout * 10; tenth++) {
-		if (access(ready, F_OK) == 0)
+		if (agent->pid > 0 && read_ready(agent, &generation) > 0)
 			return 0;
-		if (tenth > 0 && tenth % 10 == 0) {
-			missing = agent_running(job) ? 0 : missing + 1;
+		if (tenth % 10 == 0) {
+			agent->pid = 0;
+			missing = find_agent(agent) ? 0 : missing + (tenth > 0);
 			if (missing >= AGENT_MISSING_SECONDS) {
 				snprintf(why, size,
-				         "has not been running for %d s (its log: "
-				         "/tmp/nopfs-%u.log)",
-				         AGENT_MISSING_SECONDS, job);
+				         "has not been running for %d s (the agent step's log: "
+				         "/tmp/nopfs-%u.srun where it was started)",
+				         AGENT_MISSING_SECONDS, agent->job);
 				return -1;
 			}
 		}
 		usleep(100000);
 	}
-	snprintf(why, size, "is not ready after %u s (plugstack.conf ready_timeout)", timeout);
+	if (agent->pid > 0)
+		snprintf(why, size,
+		         "is not ready after %u s (plugstack.conf ready_timeout; its log: %s)",
+		         timeout, agent->log);
+	else
+		snprintf(why, size, "is not ready after %u s (plugstack.conf ready_timeout)",
+		         timeout);
 	return -1;
-}
-
-/*
- * This node's agent, from /tmp/nopfs-JOB/ready: "PID GEN" (GEN: the newest
- * step generation it plans for, 0 at first; agents that cannot re-plan write
- * "PID" alone). How many of the two it holds, -1 if it cannot be read.
- */
-static int read_ready(unsigned int job, long *pid, unsigned long long *generation)
-{
-	char path[64], line[64];
-	FILE *in;
-	int fields = -1;
-
-	snprintf(path, sizeof(path), "/tmp/nopfs-%u/ready", job);
-	in = fopen(path, "re");
-	if (!in)
-		return -1;
-	*generation = 0;
-	if (fgets(line, sizeof(line), in))
-		fields = sscanf(line, "%ld %llu", pid, generation);
-	fclose(in);
-	return fields >= 1 ? fields : -1;
 }
 
 /*
@@ -106,75 +187,49 @@ static int parse_plan(char *plan, unsigned long long *generation, char **argumen
 }
 
 /*
- * /tmp/nopfs-JOB/step-GEN: @arguments, one a line, each line ending in
- * '\n'. Written aside and renamed, so that the agent never reads half of it.
+ * RUNTIME/step-GEN: @arguments, one a line, each line ending in '\n', in the
+ * agent's private runtime directory (checked), written aside and renamed so
+ * that the agent never reads half of it. The agent looks for it itself.
  */
-static int write_arguments(int fd, void *arguments)
+static int write_step_file(const struct node_agent *agent, unsigned long long generation,
+                           const char *arguments)
 {
-	return dprintf(fd, "%s\n", (const char *)arguments) < 0 ? -1 : 0;
-}
+	char path[PATH_MAX + 32], *text;
+	int dir_fd, length;
+	nopfs_status status;
 
-static int write_step_file(unsigned int job, unsigned long long generation, const char *arguments)
-{
-	char path[96];
-
-	snprintf(path, sizeof(path), "/tmp/nopfs-%u/step-%llu", job, generation);
-	return nopfs_atomic_write_with(path, 0600, write_arguments, (void *)arguments) == NOPFS_OK
-	               ? 0
-	               : -1;
-}
-
-struct agent_pid {
-	pid_t pid;
-	bool found;
-};
-
-static void match_agent(pid_t pid, void *arg)
-{
-	struct agent_pid *agent = arg;
-
-	if (pid == agent->pid)
-		agent->found = true;
-}
-
-/*
- * SIGUSR2 (a step described itself) to @pid, once it is known to be an agent
- * of @job on this node: the ready file is the user's to write, and
- * slurmstepd's real uid, root's, may signal any root process.
- */
-static int signal_agent(unsigned int job, long pid)
-{
-	struct agent_pid agent = { .pid = (pid_t)pid };
-
-	if (pid > 1 && pid == (long)agent.pid)
-		agents_of_job(job, geteuid(), match_agent, &agent);
-	if (!agent.found) {
-		errno = ESRCH;
+	dir_fd = nopfs_private_dir_open_for(agent->runtime, agent->uid);
+	if (dir_fd < 0)
 		return -1;
-	}
-	return kill(agent.pid, SIGUSR2);
+	close(dir_fd);
+	length = asprintf(&text, "%s\n", arguments);
+	if (length < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/step-%llu", agent->runtime, generation);
+	status = nopfs_atomic_write(path, 0600, text, (size_t)length);
+	free(text);
+	return status == NOPFS_OK ? 0 : -1;
 }
 
 /*
- * Wait (polling, at most @timeout seconds) for this node's agent to follow
- * plan @generation: 0, or -1 with the reason in @why. The agent takes the
- * step file and, once it has re-planned, says so in the ready file; the step
- * file gone while the ready file says an older generation: it refused.
+ * Wait (polling, at most @timeout seconds) for the agent to follow plan
+ * @generation: 0, or -1 with the reason in @why. The agent takes the step
+ * file and, once it has re-planned, says so in the ready file; the step file
+ * gone while the ready file says an older generation: it refused.
  */
-static int wait_generation(unsigned int job, unsigned long long generation, unsigned int timeout,
-                           char *why, size_t size)
+static int wait_generation(const struct node_agent *agent, unsigned long long generation,
+                           unsigned int timeout, char *why, size_t size)
 {
-	char step[96];
+	char step[PATH_MAX + 32];
 	unsigned long long current;
-	long pid;
 
-	snprintf(step, sizeof(step), "/tmp/nopfs-%u/step-%llu", job, generation);
+	snprintf(step, sizeof(step), "%s/step-%llu", agent->runtime, generation);
 	for (unsigned int tenth = 0; tenth <= timeout * 10; tenth++) {
-		if (read_ready(job, &pid, &current) > 0 && current >= generation)
+		if (read_ready(agent, &current) > 0 && current >= generation)
 			return 0;
 		if (access(step, F_OK) != 0 && errno == ENOENT) {
 			/* it may have re-planned since the ready file was read */
-			if (read_ready(job, &pid, &current) > 0 && current >= generation)
+			if (read_ready(agent, &current) > 0 && current >= generation)
 				return 0;
 			snprintf(why, size, "it refused");
 			return -1;
@@ -190,33 +245,30 @@ static int wait_generation(unsigned int job, unsigned long long generation, unsi
  * describes it. Whatever happens, the tasks go on: the agent serves them
  * all the same.
  */
-static void replan(unsigned int job, unsigned int timeout, const char *host, char *plan)
+static void replan(const struct node_agent *agent, unsigned int timeout, const char *host,
+                   char *plan)
 {
 	unsigned long long generation, current;
-	char *arguments, why[192];
-	long pid;
+	char *arguments, why[PATH_MAX + 128];
 	int fields;
 
 	if (parse_plan(plan, &generation, &arguments) != 0) {
 		snprintf(why, sizeof(why), "malformed %s", NOPFS_SPANK_PLAN);
-	} else if ((fields = read_ready(job, &pid, &current)) < 0) {
-		snprintf(why, sizeof(why), "cannot read /tmp/nopfs-%u/ready", job);
+	} else if ((fields = read_ready(agent, &current)) < 0) {
+		snprintf(why, sizeof(why), "cannot read its ready file");
 	} else if (fields < 2) {
-		/* without a generation it is an agent that SIGUSR2 would end */
 		snprintf(why, sizeof(why), "it is too old to re-plan");
 	} else if (current >= generation) {
 		return; /* it plans for this step, or a later one, already */
-	} else if (write_step_file(job, generation, arguments) != 0) {
-		snprintf(why, sizeof(why), "cannot write /tmp/nopfs-%u/step-%llu: %s", job,
+	} else if (write_step_file(agent, generation, arguments) != 0) {
+		snprintf(why, sizeof(why), "cannot write %s/step-%llu: %s", agent->runtime,
 		         generation, strerror(errno));
-	} else if (signal_agent(job, pid) != 0) {
-		snprintf(why, sizeof(why), "cannot signal it: %s", strerror(errno));
-	} else if (wait_generation(job, generation, timeout, why, sizeof(why)) == 0) {
+	} else if (wait_generation(agent, generation, timeout, why, sizeof(why)) == 0) {
 		return;
 	}
-	user_error("the agent of job %u on %s did not re-plan for this step (%s; its log: "
-	           "/tmp/nopfs-%u.log): its reads are served, not planned",
-	           job, host, why, job);
+	user_error("the agent of job %u on %s did not re-plan for this step (%s; its log: %s): "
+	           "its reads are served, not planned",
+	           agent->job, host, why, agent->log);
 }
 
 /* NOPFS_SPANK_PLAN, taken out of the step's environment (malloc'd), or NULL. */
@@ -237,14 +289,15 @@ static char *take_plan(spank_t sp)
 	return NULL;
 }
 
-static int set_task_env(spank_t sp, unsigned int job, bool preload, const char *dataset)
+/* The tasks' environment: the agent's socket and stage directory, the interposer. */
+static int set_task_env(spank_t sp, const struct node_agent *agent, bool preload,
+                        const char *dataset)
 {
 	char value[PATH_MAX + 4096], current[4096];
 
-	snprintf(value, sizeof(value), "/tmp/nopfs-%u/agent.sock", job);
+	snprintf(value, sizeof(value), "%s/agent.sock", agent->runtime);
 	spank_setenv(sp, NOPFS_ENV_SOCKET, value, 1);
-	snprintf(value, sizeof(value), "/dev/shm/nopfs-%u", job);
-	spank_setenv(sp, NOPFS_ENV_STAGE_DIR, value, 1);
+	spank_setenv(sp, NOPFS_ENV_STAGE_DIR, agent->stage, 1);
 	spank_setenv(sp, NOPFS_ENV_DATASET, dataset, 1);
 	if (!preload)
 		return 0;
@@ -257,32 +310,60 @@ static int set_task_env(spank_t sp, unsigned int job, bool preload, const char *
 	return 0;
 }
 
+/*
+ * Does this step use nopfs? Its --nopfs-dataset option, or the option's
+ * environment equivalent, which srun applied itself: nothing else (a
+ * NOPFS_SPANK_TASKS alone in a step without nopfs is ignored).
+ */
+static bool step_uses_nopfs(spank_t sp)
+{
+	char value[16];
+	spank_err_t rc;
+
+	if (nopfs_request.active)
+		return true;
+	rc = spank_getenv(sp, "SLURM_NOPFS_DATASET", value, sizeof(value));
+	return rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE;
+}
+
 int tasks_prepare(spank_t sp)
 {
-	char word[PATH_MAX + 64], host[256] = "this node";
-	unsigned int job, preload, timeout;
-	char why[128] = "", *plan;
-	int consumed = 0, rc = 0;
+	char word[PATH_MAX + 64], host[256] = "this node", why[PATH_MAX + 192] = "", *plan;
+	struct node_agent agent = { .pid = 0 };
+	unsigned int job, preload;
+	int consumed = 0, rc = 0, fd;
 
 	if (spank_getenv(sp, NOPFS_SPANK_TASKS, word, sizeof(word)) != ESPANK_SUCCESS)
 		return 0;
 	spank_unsetenv(sp, NOPFS_SPANK_TASKS);
 	plan = take_plan(sp);
-	if (sscanf(word, "%u:%u:%u:%n", &job, &preload, &timeout, &consumed) != 3 ||
-	    consumed == 0 || word[consumed] != '/') {
+	if (!step_uses_nopfs(sp))
+		goto out;
+	if (sscanf(word, "%u:%u:%n", &job, &preload, &consumed) != 2 || consumed == 0 ||
+	    word[consumed] != '/' || spank_get_item(sp, S_JOB_ID, &agent.job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &agent.uid) != ESPANK_SUCCESS || agent.job != job) {
 		user_error("malformed %s='%s': tasks read the PFS directly", NOPFS_SPANK_TASKS,
 		           word);
 		goto out;
 	}
 	gethostname(host, sizeof(host));
-	if (wait_ready(job, timeout, why, sizeof(why)) != 0) {
+	if (wait_ready(&agent, nopfs_config.ready_timeout, why, sizeof(why)) != 0) {
 		user_error("the agent of job %u on %s %s: tasks there read the PFS directly", job,
 		           host, why);
 		goto out;
 	}
+	fd = nopfs_private_dir_open_for(agent.stage, agent.uid);
+	if (fd < 0) {
+		user_error(
+		        "the agent of job %u on %s has no private stage directory %s: tasks there "
+		        "read the PFS directly",
+		        job, host, agent.stage);
+		goto out;
+	}
+	close(fd);
 	if (plan)
-		replan(job, timeout, host, plan);
-	rc = set_task_env(sp, job, preload != 0, word + consumed);
+		replan(&agent, nopfs_config.ready_timeout, host, plan);
+	rc = set_task_env(sp, &agent, preload != 0, word + consumed);
 out:
 	free(plan);
 	return rc;

@@ -8,12 +8,15 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "job.h"
+#include "common/atomic_file.h"
 #include "common/fdio.h"
 #include "common/log.h"
+#include "common/private.h"
 #include "tier.h"
 #include "common/clock.h"
 #include "common/units.h"
@@ -123,9 +126,67 @@ static nopfs_status tier_index(struct tier *tier, const struct job *job)
 	return tier_order(tier, job);
 }
 
+/*
+ * A tier's file @path in a directory of ours, created exclusively and never
+ * through a link; one left there by an earlier agent of the job is replaced.
+ */
+static int create_tier_file(const char *path)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+		if (fd >= 0 || errno != EEXIST || unlink(path) != 0)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/*
+ * The SSD tier's directory: @name.nNODE in @base (unguessable with the job's
+ * token, one per node even where nodes share @base), private to us, on a
+ * node-local file system.
+ */
+static nopfs_status ssd_directory(struct tier *tier, const char *base, const char *name,
+                                  uint32_t node)
+{
+	const char *shared;
+	nopfs_status status;
+	struct statfs fs;
+	bool made;
+
+	if (statfs(base, &fs) != 0) {
+		nopfs_error("ssd tier directory '%s': %m", base);
+		return nopfs_status_from_errno(errno);
+	}
+	shared = nopfs_fs_shared_name((unsigned long)fs.f_type);
+	if (shared) {
+		nopfs_error("ssd tier directory '%s' is on a shared file system (%s): give a "
+		            "node-local one",
+		            base, shared);
+		return NOPFS_ERR_UNSUPPORTED;
+	}
+	if ((size_t)snprintf(tier->directory, sizeof(tier->directory), "%s/%s.n%" PRIu32, base,
+	                     name, node) >= sizeof(tier->directory)) {
+		nopfs_error("ssd tier directory '%s' is too long", base);
+		tier->directory[0] = '\0';
+		return NOPFS_ERR_RANGE;
+	}
+	status = nopfs_private_dir_make(tier->directory, &made);
+	if (status != NOPFS_OK) {
+		nopfs_error(status == NOPFS_ERR_PERMISSION
+		                    ? "ssd tier: '%s' exists and is not a private directory of ours"
+		                    : "ssd tier: cannot create '%s': %m",
+		            tier->directory);
+		tier->directory[0] = '\0';
+	}
+	return status;
+}
+
 /* Create the file of a tier: RAM in the stage directory, SSD in a directory of ours. */
 static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_spec *spec,
-                                   const char *stage_dir, const char *job_id, uint32_t generation)
+                                   const char *stage_dir, const char *name, uint32_t node,
+                                   uint32_t generation)
 {
 	const char *what = nopfs_tier_kind_name(tier->kind);
 	char suffix[16] = "";
@@ -143,33 +204,24 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 		}
 		status = check_room(stage_dir, tier->bytes, "ram tier (stage)");
 	} else {
-		if ((size_t)snprintf(tier->directory, sizeof(tier->directory), "%s/nopfs-%s",
-		                     spec->path, job_id) >= sizeof(tier->directory)) {
-			nopfs_error("ssd tier directory '%s' is too long", spec->path);
-			return NOPFS_ERR_RANGE;
-		}
-		if (mkdir(tier->directory, 0700) != 0 && errno != EEXIST) {
-			status = nopfs_status_from_errno(errno);
-			nopfs_error("ssd tier: cannot create '%s': %m", tier->directory);
-			tier->directory[0] = '\0';
-			return status;
-		}
-		{
-			char directory[PATH_MAX];
+		char directory[PATH_MAX];
 
-			memcpy(directory, tier->directory, sizeof(directory));
-			if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/tier-%u%s",
-			                     directory, tier->index, suffix) >= sizeof(tier->path))
-				return NOPFS_ERR_RANGE;
-		}
+		status = ssd_directory(tier, spec->path, name, node);
+		if (status != NOPFS_OK)
+			return status;
+		memcpy(directory, tier->directory, sizeof(directory));
+		if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/tier-%u%s", directory,
+		                     tier->index, suffix) >= sizeof(tier->path))
+			return NOPFS_ERR_RANGE;
 		status = check_room(spec->path, tier->bytes, "ssd tier");
 	}
 	if (status != NOPFS_OK)
 		return status;
-	tier->fd = open(tier->path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	tier->fd = create_tier_file(tier->path);
 	if (tier->fd < 0) {
 		status = nopfs_status_from_errno(errno);
 		nopfs_error("%s tier: cannot create '%s': %m", what, tier->path);
+		tier->path[0] = '\0'; /* not ours: never unlinked */
 		return status;
 	}
 	if (ftruncate(tier->fd, (off_t)tier->bytes) != 0) {
@@ -192,7 +244,7 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 
 nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
                              const struct nopfs_tier_list *specs, const char *stage_dir,
-                             const char *job_id, uint32_t generation)
+                             const char *name, uint32_t generation)
 {
 	nopfs_status status = NOPFS_OK;
 
@@ -209,7 +261,7 @@ nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
 		set->count++;
 		status = tier_index(tier, job);
 		if (status == NOPFS_OK)
-			status = tier_open_file(tier, &specs->tier[t], stage_dir, job_id,
+			status = tier_open_file(tier, &specs->tier[t], stage_dir, name, job->node,
 			                        generation);
 		if (status != NOPFS_OK)
 			break;
@@ -271,6 +323,25 @@ void tier_retired_free(struct tier_retired *retired)
 		free(retired);
 		retired = next;
 	}
+}
+
+nopfs_status tier_set_list_directories(const struct tier_set *set, const char *path)
+{
+	char text[NOPFS_TIERS_MAX * (PATH_MAX + 1)];
+	size_t length = 0;
+
+	for (unsigned int t = 0; t < set->count; t++)
+		if (set->tier[t].directory[0])
+			length += (size_t)snprintf(text + length, sizeof(text) - length, "%s\n",
+			                           set->tier[t].directory);
+	if (length == 0)
+		return NOPFS_OK;
+	if (nopfs_atomic_write(path, 0600, text, length) != NOPFS_OK) {
+		nopfs_warning("cannot list the ssd tier directories in '%s' for the job epilog: %m",
+		              path);
+		return NOPFS_ERR_IO;
+	}
+	return NOPFS_OK;
 }
 
 void tier_set_destroy(struct tier_set *set)

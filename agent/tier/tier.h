@@ -62,15 +62,24 @@ struct job;
 
 /*
  * Create the tiers of this node for the plan in @job: files, mappings,
- * offsets, fill order. @stage_dir holds RAM tiers. Errors name the directory
- * (missing, not writable, too little free space for the planned bytes).
+ * offsets, fill order. @stage_dir holds RAM tiers; SSD tiers go in
+ * "SPEC_DIR/@name.nNODE" (@name: the job's private name, nopfs-JOB.TOKEN),
+ * made 0700 on a node-local file system. Errors name the directory
+ * (missing, not writable, shared, too little free space for the plan).
  */
 nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
                              const struct nopfs_tier_list *specs, const char *stage_dir,
-                             const char *job_id, uint32_t generation);
+                             const char *name, uint32_t generation);
 
 /* Unmap, close and remove every tier file and the directories made for them. */
 void tier_set_destroy(struct tier_set *set);
+
+/*
+ * Write the SSD tier directories of @set, one a line, to @path (the runtime
+ * directory's "ssd-dirs"): the job epilog removes them if the agent cannot.
+ * Nothing is written without SSD tiers; a failure is a warning.
+ */
+nopfs_status tier_set_list_directories(const struct tier_set *set, const char *path);
 
 /*
  * Another plan (see replan.c). For another dataset, its tiers are created

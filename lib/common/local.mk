@@ -1,6 +1,7 @@
 # lib/common: status codes, the log, units, clocks, command-line option
 # tables, directories, whole-file reads, whole-buffer reads and writes,
-# atomic file replacement, fork-join, opening what lies in shared places.
+# atomic file replacement, fork-join, private places in shared directories,
+# the job's token.
 
 lib_libnopfs_core_la_SOURCES += \
 	lib/common/status.c \
@@ -16,11 +17,13 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/clock.h \
 	lib/common/dirs.c \
 	lib/common/dirs.h \
-	lib/common/private.c \
-	lib/common/private.h \
 	lib/common/optable.c \
 	lib/common/optable.h \
 	lib/common/parallel.c \
 	lib/common/parallel.h \
+	lib/common/private.c \
+	lib/common/private.h \
+	lib/common/token.c \
+	lib/common/token.h \
 	lib/common/units.c \
 	lib/common/units.h

@@ -1,4 +1,4 @@
-/* Opening directories and files in shared places after checking who owns them. */
+/* Private places in shared directories: made, and opened after checking who owns them. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,12 +9,18 @@
 #include "private.h"
 
 /* The raw system call: an interposer in this process must not see it. */
-static int raw_openat(int dirfd, const char *path, int flags)
+static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
 {
-	return (int)syscall(SYS_openat, dirfd, path, flags, 0);
+	return (int)syscall(SYS_openat, dirfd, path, flags, mode);
 }
 
-nopfs_status nopfs_private_dir_open(const char *path, int *fd, struct stat *st, const char **why)
+bool nopfs_private_dir_is(const struct stat *st, uid_t uid)
+{
+	return S_ISDIR(st->st_mode) && st->st_uid == uid && (st->st_mode & 077) == 0;
+}
+
+static nopfs_status dir_open(const char *path, uid_t uid, int *fd, struct stat *st,
+                             const char **why)
 {
 	nopfs_status status = NOPFS_ERR_PERMISSION;
 	struct stat own;
@@ -22,7 +28,7 @@ nopfs_status nopfs_private_dir_open(const char *path, int *fd, struct stat *st, 
 
 	if (!st)
 		st = &own;
-	dir = raw_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dir = raw_openat(AT_FDCWD, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (dir < 0) {
 		*why = errno == ELOOP ? "is a symbolic link" : "cannot open the directory";
 		return errno == ENOENT                      ? NOPFS_ERR_NOT_FOUND
@@ -32,7 +38,7 @@ nopfs_status nopfs_private_dir_open(const char *path, int *fd, struct stat *st, 
 	if (fstat(dir, st) != 0) {
 		*why = "cannot stat the directory";
 		status = NOPFS_ERR_IO;
-	} else if (st->st_uid != geteuid()) {
+	} else if (st->st_uid != uid) {
 		*why = "is owned by another user";
 	} else if (st->st_mode & 077) {
 		*why = "is open to other users (mode is not 0700)";
@@ -44,8 +50,8 @@ nopfs_status nopfs_private_dir_open(const char *path, int *fd, struct stat *st, 
 	return status;
 }
 
-/* Check the file open on @fd: regular, ours, of @size bytes unless -1. */
-static nopfs_status check_file(int fd, int64_t size, const char **why)
+/* Check the file open on @fd: regular, of @uid, of @size bytes unless -1. */
+static nopfs_status check_file(int fd, uid_t uid, int64_t size, const char **why)
 {
 	struct stat st;
 
@@ -57,7 +63,7 @@ static nopfs_status check_file(int fd, int64_t size, const char **why)
 		*why = "is not a regular file";
 		return NOPFS_ERR_PERMISSION;
 	}
-	if (st.st_uid != geteuid()) {
+	if (st.st_uid != uid) {
 		*why = "is owned by another user";
 		return NOPFS_ERR_PERMISSION;
 	}
@@ -68,21 +74,21 @@ static nopfs_status check_file(int fd, int64_t size, const char **why)
 	return NOPFS_OK;
 }
 
-nopfs_status nopfs_private_file_openat(int dirfd, const char *name, int flags, int64_t size,
-                                       int *fd, const char **why)
+static nopfs_status file_open(int dirfd, const char *name, int flags, mode_t mode, uid_t uid,
+                              int64_t size, int *fd, const char **why)
 {
 	nopfs_status status;
 	int file;
 
-	file = raw_openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | flags);
+	file = raw_openat(dirfd, name, flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
 	if (file < 0) {
 		*why = errno == ELOOP ? "is a symbolic link" : "cannot open the file";
 		return errno == ENOENT  ? NOPFS_ERR_NOT_FOUND
 		       : errno == ELOOP ? NOPFS_ERR_PERMISSION
 		                        : NOPFS_ERR_IO;
 	}
-	status = check_file(file, size, why);
-	/* F_SETFL takes only the status flags (O_NOATIME, O_NONBLOCK) of these. */
+	status = check_file(file, uid, size, why);
+	/* F_SETFL takes only the status flags (O_APPEND, O_NOATIME, O_NONBLOCK) of these. */
 	if (status == NOPFS_OK && !(flags & O_NONBLOCK) && fcntl(file, F_SETFL, flags) != 0) {
 		*why = "cannot clear O_NONBLOCK";
 		status = NOPFS_ERR_IO;
@@ -93,4 +99,80 @@ nopfs_status nopfs_private_file_openat(int dirfd, const char *name, int flags, i
 	}
 	*fd = file;
 	return NOPFS_OK;
+}
+
+nopfs_status nopfs_private_dir_open(const char *path, int *fd, struct stat *st, const char **why)
+{
+	return dir_open(path, geteuid(), fd, st, why);
+}
+
+nopfs_status nopfs_private_file_openat(int dirfd, const char *name, int flags, int64_t size,
+                                       int *fd, const char **why)
+{
+	return file_open(dirfd, name, O_RDONLY | flags, 0, geteuid(), size, fd, why);
+}
+
+/* The fd of a status's open, or -1 with errno EPERM when not private. */
+static int fd_or_errno(nopfs_status status, int fd)
+{
+	if (status == NOPFS_OK)
+		return fd;
+	if (status == NOPFS_ERR_PERMISSION)
+		errno = EPERM;
+	return -1;
+}
+
+int nopfs_private_dir_open_for(const char *path, uid_t uid)
+{
+	const char *why;
+	int fd = -1;
+
+	return fd_or_errno(dir_open(path, uid, &fd, NULL, &why), fd);
+}
+
+int nopfs_private_file_open_for(int dirfd, const char *name, int flags, mode_t mode, uid_t uid)
+{
+	const char *why;
+	int fd = -1;
+
+	return fd_or_errno(file_open(dirfd, name, flags, mode, uid, -1, &fd, &why), fd);
+}
+
+nopfs_status nopfs_private_dir_make(const char *path, bool *made)
+{
+	struct stat st;
+
+	*made = false;
+	if (mkdir(path, 0700) == 0) {
+		*made = true;
+		return NOPFS_OK;
+	}
+	if (errno != EEXIST)
+		return nopfs_status_from_errno(errno);
+	if (lstat(path, &st) != 0)
+		return nopfs_status_from_errno(errno);
+	if (!nopfs_private_dir_is(&st, geteuid())) {
+		errno = EPERM;
+		return NOPFS_ERR_PERMISSION;
+	}
+	return NOPFS_OK;
+}
+const char *nopfs_fs_shared_name(unsigned long type)
+{
+	static const struct {
+		unsigned long type;
+		const char *name;
+	} shared[] = {
+		{ 0x6969, "nfs" },        { 0x0bd00bd0, "lustre" }, { 0x47504653, "gpfs" },
+		{ 0x19830326, "beegfs" }, { 0x00c36400, "ceph" },   { 0xff534d42, "cifs" },
+		{ 0xfe534d42, "smb2" },   { 0x517b, "smb" },        { 0x65735546, "fuse" },
+		{ 0x5346414f, "afs" },    { 0x6b414653, "afs" },    { 0x13661366, "orangefs" },
+		{ 0x01161970, "gfs2" },   { 0x7461636f, "ocfs2" },  { 0x01021997, "9p" },
+		{ 0xaad7aaea, "panfs" },  { 0x73757245, "coda" },   { 0x564c, "ncp" },
+	};
+
+	for (size_t i = 0; i < sizeof(shared) / sizeof(shared[0]); i++)
+		if (shared[i].type == type)
+			return shared[i].name;
+	return NULL;
 }

@@ -20,6 +20,7 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_sbatch.sh \
 	tests/cluster/test_spank_replan.sh \
 	tests/cluster/test_spank_cleanup.sh \
+	tests/cluster/test_security.sh \
 	tests/cluster/test_e2e_quick.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += \
@@ -37,4 +38,5 @@ tests/cluster/test_spank_bad_input.log: tests/cluster/test_multinode_broken_peer
 tests/cluster/test_spank_srun.log: tests/cluster/test_spank_bad_input.log
 tests/cluster/test_spank_sbatch.log: tests/cluster/test_spank_srun.log
 tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
-tests/cluster/test_e2e_quick.log: tests/cluster/test_spank_cleanup.log
+tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
+tests/cluster/test_e2e_quick.log: tests/cluster/test_security.log

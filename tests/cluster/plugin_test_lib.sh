@@ -40,7 +40,8 @@ wait_gone() {
 	return 1
 }
 
-# wait_agents JOB: until every node's agent of JOB is ready (60 s at most);
+# wait_agents JOB: until every node's agent of JOB is ready (its ready file in
+# /tmp/nopfs-JOB.TOKEN; 60 s at most);
 # if they never are, shows what each node has of the job (the launch log
 # /tmp/nopfs-JOB.srun carries the agents' errors) and the job's steps
 wait_agents() {
@@ -48,7 +49,9 @@ wait_agents() {
 	for _ in $(seq 1 300); do
 		ready=0
 		for node in n1 n2 n3; do
-			"$NC" exec-node "$node" test -e "/tmp/nopfs-$1/ready" && ready=$((ready + 1))
+			# shellcheck disable=SC2016 # expanded by the node's shell
+			"$NC" exec-node "$node" sh -c 'ls /tmp/nopfs-$0.*/ready' "$1" >/dev/null 2>&1 &&
+				ready=$((ready + 1))
 		done
 		((ready == 3)) && return 0
 		sleep 0.2

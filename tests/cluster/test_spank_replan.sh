@@ -39,7 +39,7 @@ snapshot() { # the agents' reports now (SIGUSR1), by a helper step that keeps th
 	srun --nopfs-plan=no --overlap -N3 -n3 --ntasks-per-node=1 \
 		pkill -USR1 -u \$(id -u) -f "^[^ ]*/nopfs-agent --job-id \$SLURM_JOB_ID "
 	sleep 1
-	for f in nopfs-\$SLURM_JOB_ID.json.node-*; do cp "\$f" "after-\$1.\${f##*.}"; done
+	for f in nopfs-\$SLURM_JOB_ID.json.*.node-*; do cp "\$f" "after-\$1.\${f##*.}"; done
 }
 train first -- --data $WORK/data --seed 7 --epochs 1
 train seed --nopfs-seed=8 --nopfs-epochs=2 -- --data $WORK/data --seed 8 --epochs 2

@@ -32,7 +32,7 @@ echo "srun 1 exit \$?"
 # the agents' reports so far (SIGUSR1), to tell the second srun's PFS reads apart
 srun --overlap -N3 -n3 --ntasks-per-node=1 pkill -USR1 -u \$(id -u) -f "^[^ ]*/nopfs-agent --job-id \$SLURM_JOB_ID "
 sleep 1
-for f in nopfs-\$SLURM_JOB_ID.json.node-*; do cp "\$f" "after1.\${f##*.}"; done
+for f in nopfs-\$SLURM_JOB_ID.json.*.node-*; do cp "\$f" "after1.\${f##*.}"; done
 run 2
 echo "srun 2 exit \$?"
 echo "agent steps: \$(squeue -s -h -j \$SLURM_JOB_ID -o %j | grep -c nopfs-agent)"
@@ -71,7 +71,7 @@ else
 	echo "not ok - no job report at $WORK/nopfs-$job.json"
 	fail=1
 fi
-ls "$WORK"/nopfs-"$job".json.node-* 2>/dev/null && { echo "not ok - node reports left"; fail=1; }
+ls "$WORK"/nopfs-"$job".json.*.node-* 2>/dev/null && { echo "not ok - node reports left"; fail=1; }
 
 # Two sruns racing to be first: exactly one agent step, and both steps' tasks
 # get their node's agent.

@@ -33,7 +33,7 @@ grep -q "^nopfs: PFS read" "$WORK/srun.err" || { echo "not ok - no PFS line in t
 left=0
 wait_gone "$job" || { echo "not ok - job $job did not end"; left=1; }
 nothing_left "$job" || left=1
-if ls "$WORK"/nopfs-"$job".json.node-* 2>/dev/null; then
+if ls "$WORK"/nopfs-"$job".json.*.node-* 2>/dev/null; then
 	echo "not ok - node reports left beside the job report"
 	left=1
 fi

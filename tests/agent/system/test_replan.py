@@ -13,7 +13,7 @@ import harness  # noqa: E402
 
 
 def describe(agent, generation, args):
-    """What the plugin does on each node of a later step: a step file, then SIGUSR2."""
+    """What the plugin does on each node of a later step: a step file (SIGUSR2 makes the agent look at once)."""
     path = os.path.join(agent.runtime, f"step-{generation}")
     with open(path + ".tmp", "w") as f:
         f.write("".join(arg + "\n" for arg in args))
