@@ -126,16 +126,18 @@ int nopfs_private_dir_open_for(const char *path, uid_t uid)
 {
 	const char *why;
 	int fd = -1;
+	nopfs_status status = dir_open(path, uid, &fd, NULL, &why);
 
-	return fd_or_errno(dir_open(path, uid, &fd, NULL, &why), fd);
+	return fd_or_errno(status, fd);
 }
 
 int nopfs_private_file_open_for(int dirfd, const char *name, int flags, mode_t mode, uid_t uid)
 {
 	const char *why;
 	int fd = -1;
+	nopfs_status status = file_open(dirfd, name, flags, mode, uid, -1, &fd, &why);
 
-	return fd_or_errno(file_open(dirfd, name, flags, mode, uid, -1, &fd, &why), fd);
+	return fd_or_errno(status, fd);
 }
 
 nopfs_status nopfs_private_dir_make(const char *path, bool *made)
