@@ -11,7 +11,8 @@
 # leave nothing of its own behind. Then: a step without nopfs options
 # ignores a NOPFS_SPANK_TASKS of the user's environment; an SSD tier on a
 # directory every node shares gives each node its own files; a second agent
-# of a job on a node refuses to start.
+# of a job on a node refuses to start; the epilog removes the SSD tier
+# directories of killed agents.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 PLUGIN_NEEDS_TORCH=1
@@ -132,6 +133,23 @@ grep -q "second agent: exit [1-9]" "$WORK/job.out" ||
 	not_ok "a second agent of the job started on n1: $(cat "$WORK/second-agent.out" 2>/dev/null)"
 grep -q "another agent of job .* runs on this node" "$WORK/second-agent.out" ||
 	not_ok "the second agent did not say why: $(cat "$WORK/second-agent.out" 2>/dev/null)"
+
+# 5. Agents killed (no clean-up of their own): the job epilog removes their SSD
+# tier directories outside ssd_base too (listed in their runtime directories).
+mkdir -m 777 "$WORK/listed-ssd"
+cat >"$WORK/job.sh" <<EOF
+#!/bin/bash
+#SBATCH -N3 --ntasks-per-node=1
+srun -N3 -n3 --nopfs-dataset=$WORK/data --nopfs-tiers=ram:4M,ssd:$WORK/listed-ssd:20M true
+ls $WORK/listed-ssd >$WORK/listed.txt
+srun --overlap -N3 -n3 pkill -KILL -u \$(id -u) -f "^[^ ]*/nopfs-agent --job-id \$SLURM_JOB_ID "
+EOF
+run_batch 120
+[[ $(wc -l <"$WORK/listed.txt") == 3 ]] || not_ok "the agents had not made 3 SSD tier directories: $(cat "$WORK/listed.txt")"
+wait_gone "$job" || true
+for _ in $(seq 1 50); do [[ -z $(ls -A "$WORK/listed-ssd") ]] && break; sleep 0.2; done
+[[ -z $(ls -A "$WORK/listed-ssd") ]] ||
+	not_ok "the epilog left the killed agents' SSD tier directories: $(ls -A "$WORK/listed-ssd")"
 
 # The other user's plants go (as root: they are not the test user's).
 for node in n1 n2 n3; do
