@@ -1,6 +1,6 @@
 /*
  * Another plan for the running agents: a later step of the job describes
- * itself in RUNTIME-DIR/step-GENERATION and sends SIGUSR2; the agent only
+ * itself in RUNTIME-DIR/step-GENERATION, which the agent looks for; it only
  * accepts it, re-plans (same dataset: new streams; another dataset: a new
  * catalog, placement and tiers on every node) or refuses it. See
  * docs/architecture.md (Re-planning for a later step).
