@@ -4,3 +4,4 @@ EXTRA_DIST += docs/architecture.md
 EXTRA_DIST += docs/task-contract.md
 EXTRA_DIST += docs/protocols.md
 EXTRA_DIST += docs/admin.md
+EXTRA_DIST += docs/security.md

@@ -861,6 +861,106 @@ START_TEST(no_remote_keys_over_tcp)
 }
 END_TEST
 
+struct raw_get {
+	atomic_bool done;
+	ucs_status_t status;
+};
+
+static void raw_get_done(void *request, ucs_status_t status, void *user_data)
+{
+	struct raw_get *get = user_data;
+
+	get->status = status;
+	atomic_store(&get->done, true);
+}
+
+/*
+ * What an intruder with emulated one-sided reads does: unpack a key of its
+ * own on its endpoint to @victim and read @address of it. The emulation
+ * checks neither key nor bounds, so this reads any memory of a plane that
+ * handles it; a plane without one-sided reads has no handler for it. True
+ * if @length bytes came back into @dest.
+ */
+static bool intruder_reads(struct peer_plane *intruder, uint32_t victim, const void *address,
+                           void *dest, size_t length)
+{
+	struct raw_get get = { .status = UCS_INPROGRESS };
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+		.cb.send = raw_get_done,
+		.user_data = &get,
+	};
+	struct peer_node *node = peer_node_find(intruder, victim);
+	ucs_status_ptr_t request;
+	struct peer_conn *conn;
+	ucp_rkey_h key;
+
+	atomic_init(&get.done, false);
+	ck_assert_ptr_nonnull(node);
+	ck_assert_int_eq(peer_node_acquire(intruder, node, &conn), NOPFS_OK);
+	ck_assert_int_eq(
+	        ucp_ep_rkey_unpack(conn->ep, peer_plane_local_record(intruder)->ram_key, &key),
+	        UCS_OK);
+	ck_assert_int_eq(peer_conn_lock(conn), NOPFS_OK);
+	request = ucp_get_nbx(conn->ep, dest, length, (uintptr_t)address, key, &param);
+	peer_conn_unlock(conn);
+	if (UCS_PTR_IS_PTR(request)) {
+		for (int i = 0; i < 100 * SCALE && !atomic_load(&get.done); i++) {
+			ucp_worker_progress(intruder->worker);
+			usleep(10000);
+		}
+		if (!atomic_load(&get.done)) /* never answered: close to get the buffer back */
+			peer_conn_retire(intruder, conn, NOPFS_ERR_TIMEOUT);
+		for (int i = 0; i < 100 * SCALE && !atomic_load(&get.done); i++)
+			usleep(10000);
+		ck_assert(atomic_load(&get.done));
+		ucp_request_free(request);
+	} else {
+		get.status = UCS_PTR_STATUS(request);
+	}
+	ucp_rkey_destroy(key);
+	peer_conn_put(conn);
+	return get.status == UCS_OK;
+}
+
+/*
+ * An intruder reading memory the victim never exposed: it gets it from a
+ * plane with emulated one-sided reads (what every agent over TCP was), and
+ * not from one left to decide over TCP.
+ */
+START_TEST(no_emulated_reads_of_agent_memory)
+{
+	static const char secret_bytes[] = "not exposed to anyone";
+	char *secret = strdup(secret_bytes), dest[sizeof(secret_bytes)];
+	struct peer_plane *victim, *intruder;
+	struct peer_config config;
+	struct store store, own;
+
+	store_init(&store);
+	store_init(&own);
+	intruder = plane_start(0, &own, TIMEOUT_MS);
+	for (int safe = 0; safe < 2; safe++) {
+		config = plane_config(1, &store, TIMEOUT_MS);
+		config.one_sided = safe ? PEER_ONE_SIDED_RDMA : PEER_ONE_SIDED_EMULATED;
+		victim = plane_create(&config);
+		connect_to(intruder, victim, 1);
+		memset(dest, 0, sizeof(dest));
+		if (safe)
+			ck_assert_msg(!intruder_reads(intruder, 1, secret, dest, sizeof(dest)) &&
+			                      memcmp(dest, secret_bytes, sizeof(dest)) != 0,
+			              "read the agent's memory");
+		else
+			ck_assert(intruder_reads(intruder, 1, secret, dest, sizeof(dest)) &&
+			          memcmp(dest, secret_bytes, sizeof(dest)) == 0);
+		peer_plane_destroy(victim);
+	}
+	peer_plane_destroy(intruder);
+	store_fini(&own);
+	store_fini(&store);
+	free(secret);
+}
+END_TEST
+
 static Suite *peer_suite(void)
 {
 	Suite *suite = suite_create("peer");
@@ -891,6 +991,7 @@ static Suite *peer_suite(void)
 	tcase_add_test(plane, requests_outside_the_catalog_refused);
 	tcase_add_test(plane, notices_from_the_wrong_node_ignored);
 	tcase_add_test(plane, no_remote_keys_over_tcp);
+	tcase_add_test(plane, no_emulated_reads_of_agent_memory);
 	tcase_set_timeout(plane, 60);
 	suite_add_tcase(suite, plane);
 
