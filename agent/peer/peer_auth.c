@@ -86,7 +86,7 @@ static bool gmac(const struct peer_plane *plane, uint32_t node, uint64_t seq, co
 		nonce[i] = (unsigned char)(node >> (8 * i));
 	for (int i = 0; i < 8; i++)
 		nonce[4 + i] = (unsigned char)(seq >> (8 * i));
-	ok = ctx && EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, plane->key, nonce) == 1 &&
+	ok = ctx && EVP_EncryptInit_ex(ctx, plane->gcm, NULL, plane->key, nonce) == 1 &&
 	     gmac_add(ctx, a, a_length) && gmac_add(ctx, b, b_length) &&
 	     EVP_EncryptFinal_ex(ctx, unused_out, &unused) == 1 &&
 	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, PEER_TAG_BYTES, tag) == 1;
@@ -131,6 +131,12 @@ nopfs_status peer_auth_init(struct peer_plane *plane)
 		return NOPFS_ERR_INTERNAL;
 	}
 	memcpy(plane->key, digest, sizeof(plane->key));
+	/* fetched once: an implicit fetch on every message costs a lookup under a lock */
+	plane->gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	if (!plane->gcm) {
+		nopfs_error("node %u: OpenSSL has no AES-256-GCM", plane->config.node);
+		return NOPFS_ERR_UNSUPPORTED;
+	}
 	OPENSSL_cleanse(digest, sizeof(digest));
 	OPENSSL_cleanse(plane->config.secret, PEER_SECRET_BYTES);
 	status = fill_random(start, sizeof(start));
@@ -144,6 +150,8 @@ nopfs_status peer_auth_init(struct peer_plane *plane)
 void peer_auth_fini(struct peer_plane *plane)
 {
 	OPENSSL_cleanse(plane->key, sizeof(plane->key));
+	EVP_CIPHER_free(plane->gcm);
+	plane->gcm = NULL;
 	free(plane->windows);
 	plane->windows = NULL;
 	plane->window_slots = 0;

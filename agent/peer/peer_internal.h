@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <openssl/evp.h>
 #include <ucp/api/ucp.h>
 
 #include "peer.h"
@@ -168,6 +169,7 @@ struct peer_plane {
 	struct peer_config config; /* its secret is wiped once the key is made */
 	bool one_sided;            /* regions registered, gets allowed */
 	unsigned char key[32];     /* AES-256-GMAC, derived from the secret */
+	EVP_CIPHER *gcm;           /* OpenSSL's AES-256-GCM */
 	atomic_uint_fast64_t seq;  /* of the next message sent */
 	pthread_mutex_t windows_lock;
 	struct peer_window *windows; /* by sender node; all zero: none seen */

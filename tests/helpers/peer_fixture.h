@@ -252,6 +252,16 @@ static inline nopfs_status get_sample(struct peer_plane *plane, uint32_t node,
 	                      sample_sizes[sample]);
 }
 
+/* A fetch of @sample from @node into @dest that must bring its bytes. */
+static inline void assert_fetched(struct peer_plane *plane, uint32_t node, unsigned int sample,
+                                  unsigned char *dest)
+{
+	memset(dest, 0, sample_sizes[sample]);
+	ck_assert_int_eq(peer_plane_fetch(plane, node, sample, dest, sample_sizes[sample]),
+	                 NOPFS_OK);
+	ck_assert_msg(sample_is_right(sample, dest), "sample %u wrong", sample);
+}
+
 /* Two planes of this process, each a node of the other. */
 struct pair {
 	struct store store[2];

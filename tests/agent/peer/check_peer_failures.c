@@ -240,7 +240,8 @@ static struct child_report child_ask(struct child *child, char command)
 	char report_command = 's';
 
 	ck_assert_int_eq(nopfs_write_all(child->to_child, &command, 1), NOPFS_OK);
-	ck_assert_int_eq(nopfs_write_all(child->to_child, &report_command, 1), NOPFS_OK);
+	if (command != report_command)
+		ck_assert_int_eq(nopfs_write_all(child->to_child, &report_command, 1), NOPFS_OK);
 	ck_assert_int_eq(nopfs_read_exact(child->from_child, &report, sizeof(report)), NOPFS_OK);
 	return report;
 }
@@ -492,11 +493,8 @@ START_TEST(wrong_secret_refused)
 	honest = plane_start(2, &honest_store, TIMEOUT_MS);
 	connect_to(plane, honest, 2);
 	connect_to(honest, plane, 0);
-	ck_assert_int_eq(peer_plane_fetch(plane, 2, 2, dest, sample_sizes[2]), NOPFS_OK);
-	ck_assert(sample_is_right(2, dest));
-	memset(dest, 0, sample_sizes[2]);
-	ck_assert_int_eq(peer_plane_fetch(honest, 0, 2, dest, sample_sizes[2]), NOPFS_OK);
-	ck_assert(sample_is_right(2, dest));
+	assert_fetched(plane, 2, 2, dest);
+	assert_fetched(honest, 0, 2, dest);
 	peer_plane_destroy(honest);
 	store_fini(&honest_store);
 	child_kill(&child);
