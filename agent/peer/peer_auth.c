@@ -28,7 +28,7 @@
 #define KEY_LABEL      "nopfs data plane: AES-256-GMAC key, version 1"
 #define SEQ_BITS       62
 #define PAYLOAD_NONCE  ((uint64_t)1 << 63)
-#define WINDOW_NODES   (1u << 20) /* senders tracked: far more than nodes of a job */
+#define WINDOW_NODES   (1u << 16) /* senders tracked: more than the nodes of any job */
 #define GMAC_CHUNK     (1u << 30) /* OpenSSL takes int lengths */
 #define DROP_LOG_EVERY 1000000000u
 
@@ -208,11 +208,49 @@ static bool drop(struct peer_plane *plane, uint32_t node, const char *what)
 	return false;
 }
 
+/* Mark @seq seen in @w; whether it was already. */
+static bool window_mark(struct peer_window *w, uint64_t seq)
+{
+	uint64_t bit = seq % PEER_WINDOW, mask = (uint64_t)1 << (bit % 64);
+	bool seen = w->bits[bit / 64] & mask;
+
+	w->bits[bit / 64] |= mask;
+	return seen;
+}
+
+static void window_clear(struct peer_window *w, uint64_t seq)
+{
+	uint64_t bit = seq % PEER_WINDOW;
+
+	w->bits[bit / 64] &= ~((uint64_t)1 << (bit % 64));
+}
+
+/*
+ * Whether @seq is new among the last PEER_WINDOW numbers @w saw, marking it.
+ * Wide: a sender's threads number messages before they queue them, so they
+ * may arrive somewhat out of order.
+ */
+static bool window_admit_locked(struct peer_window *w, uint64_t seq)
+{
+	if (!w->used || seq > w->top) {
+		if (!w->used || seq - w->top >= PEER_WINDOW)
+			memset(w->bits, 0, sizeof(w->bits));
+		else
+			for (uint64_t s = w->top + 1; s < seq; s++)
+				window_clear(w, s);
+		w->used = true;
+		w->top = seq;
+		window_clear(w, seq);
+	} else if (w->top - seq >= PEER_WINDOW) {
+		return false;
+	}
+	return !window_mark(w, seq);
+}
+
 /* Whether @seq from @node is new, recording it if so (an authenticated node only). */
 static bool window_admit(struct peer_plane *plane, uint32_t node, uint64_t seq)
 {
-	struct peer_window *w;
-	bool fresh = true;
+	bool fresh = false;
 
 	if (node >= WINDOW_NODES)
 		return false;
@@ -222,26 +260,15 @@ static bool window_admit(struct peer_plane *plane, uint32_t node, uint64_t seq)
 		        node + 1 > 2 * plane->window_slots ? node + 1 : 2 * plane->window_slots;
 		struct peer_window *grown = realloc(plane->windows, slots * sizeof(*grown));
 
-		if (!grown) {
-			pthread_mutex_unlock(&plane->windows_lock);
-			return false;
-		}
+		if (!grown)
+			goto out;
 		memset(grown + plane->window_slots, 0,
 		       (slots - plane->window_slots) * sizeof(*grown));
 		plane->windows = grown;
 		plane->window_slots = slots;
 	}
-	w = &plane->windows[node];
-	if (w->seen == 0 || seq > w->top) {
-		uint64_t shift = w->seen ? seq - w->top : 64;
-
-		w->seen = shift >= 64 ? 1 : (w->seen << shift) | 1;
-		w->top = seq;
-	} else if (w->top - seq >= 64 || (w->seen >> (w->top - seq)) & 1) {
-		fresh = false;
-	} else {
-		w->seen |= (uint64_t)1 << (w->top - seq);
-	}
+	fresh = window_admit_locked(&plane->windows[node], seq);
+out:
 	pthread_mutex_unlock(&plane->windows_lock);
 	return fresh;
 }

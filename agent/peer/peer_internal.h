@@ -159,10 +159,12 @@ struct peer_reply {
 	unsigned char data[];
 };
 
-/* The nonces seen from one sender: the highest, and the 64 below it. */
+/* The nonces seen from one sender: the highest, and which of those below it. */
+#define PEER_WINDOW 1024
 struct peer_window {
+	bool used;
 	uint64_t top;
-	uint64_t seen; /* bit i: top - i was seen */
+	uint64_t bits[PEER_WINDOW / 64]; /* bit s % PEER_WINDOW: s was seen */
 };
 
 struct peer_plane {
