@@ -74,7 +74,7 @@ struct peer_config {
 	uint32_t node;                           /* this agent's node index, for messages */
 	unsigned char secret[PEER_SECRET_BYTES]; /* the job's; all zero is refused */
 	enum peer_one_sided one_sided;
-	/* Requests are refused, without allocating, past these (0: no bound). */
+	/* Requests are refused, without allocating, past these (0: none; 1 GiB). */
 	uint64_t max_samples;     /* sample numbers are below this */
 	uint64_t max_sample_size; /* bytes of one sample */
 	void *ram_base;           /* RAM tier arena to expose; may be NULL */

@@ -24,7 +24,8 @@
 #include "common/clock.h"
 
 #define PEER_REPLY_SPARES 4
-#define PEER_DEFERRED_MAX 1024 /* more waiting: answered "not available" */
+#define PEER_DEFERRED_MAX 1024                /* more waiting: answered "not available" */
+#define PEER_SIZE_MAX     ((uint64_t)1 << 30) /* a request's bytes, without a plan's bound */
 
 /* A buffer with room for @size bytes; NULL if out of memory. */
 static struct peer_reply *reply_get(struct peer_plane *plane, uint64_t size)
@@ -219,8 +220,8 @@ static bool is_in_bounds(struct peer_plane *plane, const struct peer_request *re
 	uint64_t samples = atomic_load(&plane->max_samples);
 	uint64_t size = atomic_load(&plane->max_sample_size);
 
-	if ((samples && request->sample >= samples) || (size && request->size > size) ||
-	    request->size > SIZE_MAX / 2) {
+	if ((samples && request->sample >= samples) ||
+	    request->size > (size ? size : PEER_SIZE_MAX)) {
 		peer_auth_reject(plane, request->asker,
 		                 "a request outside the catalog (sample number or size)");
 		return false;

@@ -743,7 +743,7 @@ END_TEST
 /*
  * Requests outside the plan's bounds are refused before anything is
  * allocated for them: a sample number past the catalog, a size past its
- * largest sample (a terabyte included).
+ * largest sample (a terabyte included, with or without a plan's bounds).
  */
 START_TEST(requests_outside_the_catalog_refused)
 {
@@ -763,6 +763,12 @@ START_TEST(requests_outside_the_catalog_refused)
 	ck_assert_uint_eq(owner.served, 0);
 	ck_assert_uint_eq(atomic_load(&pair.store[1].served), 0);
 	assert_fetched(pair.plane[0], 1, 3, dest); /* within them: served */
+	/* without a plan's bounds, a terabyte is still refused */
+	peer_plane_set_bounds(pair.plane[1], 0, 0);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 40),
+	                 NOPFS_ERR_NOT_FOUND);
+	peer_plane_stats(pair.plane[1], &owner);
+	ck_assert_uint_eq(owner.refused, 4);
 	pair_stop(&pair);
 	free(dest);
 }
