@@ -7,8 +7,8 @@
 noinst_LTLIBRARIES += agent/libnopfs_agent.la
 agent_libnopfs_agent_la_SOURCES =
 agent_libnopfs_agent_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
-agent_libnopfs_agent_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(UCX_CFLAGS)
-agent_libnopfs_agent_la_LIBADD = lib/libnopfs_core.la $(JANSSON_LIBS) $(UCX_LIBS) -lm
+agent_libnopfs_agent_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(UCX_CFLAGS) $(CRYPTO_CFLAGS)
+agent_libnopfs_agent_la_LIBADD = lib/libnopfs_core.la $(JANSSON_LIBS) $(UCX_LIBS) $(CRYPTO_LIBS) -lm
 
 bin_PROGRAMS += nopfs-agent
 nopfs_agent_SOURCES = \

@@ -352,6 +352,41 @@ static double slow_rate(struct agent *agent)
 static const char no_plane_record = 0;
 
 /*
+ * The job's secret for the data plane: node 0 makes it and publishes it
+ * through PMIx (the job's own exchange, which no other job reads); every
+ * node takes node 0's. The exchange is collective, so every node takes part
+ * even when node 0 has none to give: NOPFS_ERR_FORMAT then (no plane), any
+ * other error is a failed exchange. Copies are wiped after use.
+ */
+static nopfs_status share_secret(struct agent *agent, unsigned char secret[PEER_SECRET_BYTES])
+{
+	unsigned char mine[PEER_SECRET_BYTES];
+	bool made = agent->bootstrap.node == 0 && peer_secret_generate(mine) == NOPFS_OK;
+	void **records;
+	size_t *lengths;
+	nopfs_status status;
+
+	status = bootstrap_exchange(&agent->bootstrap, made ? (void *)mine : &no_plane_record,
+	                            made ? sizeof(mine) : sizeof(no_plane_record),
+	                            agent->options.fence_timeout, &records, &lengths);
+	explicit_bzero(mine, sizeof(mine));
+	if (status != NOPFS_OK)
+		return status;
+	if (lengths[0] == PEER_SECRET_BYTES) {
+		memcpy(secret, records[0], PEER_SECRET_BYTES);
+	} else {
+		nopfs_error("data plane: node 0 shared no secret for it");
+		status = NOPFS_ERR_FORMAT;
+	}
+	explicit_bzero(records[0], lengths[0]);
+	for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	return status;
+}
+
+/*
  * Connect every agent's data plane to every other's. The exchange is
  * collective, so a node whose plane cannot start still takes part (with an
  * empty record) and the others read what it keeps from the PFS; a node that
@@ -393,6 +428,10 @@ nopfs_status team_connect_peers(struct agent *agent)
 		.serve = serve_peer,
 		.fill = fill_for_peer,
 		.notice = agent_notice,
+		.origin_kind = AGENT_NOTICE_CATALOG,
+		.origin_max = PATH_MAX,
+		.max_samples = agent->job.sampler.count,
+		.max_sample_size = agent->job.max_sample_size,
 		.serve_arg = agent,
 		.timeout_ms = PEER_TIMEOUT_MS,
 		.slow_bytes_per_s = slow_rate(agent),
@@ -410,7 +449,12 @@ nopfs_status team_connect_peers(struct agent *agent)
 		return NOPFS_ERR_NOMEM;
 	}
 	place_primaries(agent);
-	if (peer_plane_create(&config, &agent->peers) != NOPFS_OK ||
+	status = share_secret(agent, config.secret);
+	if (status != NOPFS_OK && status != NOPFS_ERR_FORMAT) {
+		team_disconnect_peers(agent);
+		return status;
+	}
+	if (status != NOPFS_OK || peer_plane_create(&config, &agent->peers) != NOPFS_OK ||
 	    peer_record_pack(peer_plane_local_record(agent->peers), &packed, &packed_length) !=
 	            NOPFS_OK) {
 		nopfs_warning("data plane: off on node %" PRIu32
@@ -420,6 +464,7 @@ nopfs_status team_connect_peers(struct agent *agent)
 		free(packed);
 		packed = NULL;
 	}
+	explicit_bzero(config.secret, sizeof(config.secret));
 	status = bootstrap_exchange(&agent->bootstrap, packed ? packed : &no_plane_record,
 	                            packed ? packed_length : sizeof(no_plane_record),
 	                            agent->options.fence_timeout, &records, &lengths);
@@ -476,8 +521,8 @@ bool team_read_from_peer(void *arg, nopfs_sample_id sample, void *buffer)
 		nopfs_status status =
 		        peer_plane_get(agent->peers, node, index, offset, buffer, size);
 
-		/* Not there yet: ask; its node fetches it for both of us. */
-		if (status != NOPFS_ERR_NOT_FOUND)
+		/* Not there yet: ask; its node fetches it for both of us. No keys: ask. */
+		if (status != NOPFS_ERR_NOT_FOUND && status != NOPFS_ERR_UNSUPPORTED)
 			return status == NOPFS_OK;
 	}
 	return peer_plane_fetch(agent->peers, node, sample, buffer, size) == NOPFS_OK;
@@ -532,6 +577,7 @@ void team_expose_plan(struct agent *agent)
 		nopfs_warning("data plane: plan %" PRIu32 ": the RAM tier is not exposed: other "
 		              "nodes read what it keeps from the PFS",
 		              agent->generation);
+	peer_plane_set_bounds(agent->peers, agent->job.sampler.count, agent->job.max_sample_size);
 	peer_plane_set_generation(agent->peers, agent->generation);
 	atomic_store(&agent->peer_generation[agent->bootstrap.node], agent->generation);
 	if (peer_record_pack(peer_plane_local_record(agent->peers), &packed, &length) != NOPFS_OK)

@@ -1,9 +1,10 @@
 # agent/peer: the data plane between a job's agents (UCX): records, one-sided
-# reads of RAM tiers, requests and answers, notices.
+# reads of RAM tiers, requests and answers, notices, their authentication.
 
 agent_libnopfs_agent_la_SOURCES += \
 	agent/peer/peer.c \
 	agent/peer/peer.h \
+	agent/peer/peer_auth.c \
 	agent/peer/peer_fetch.c \
 	agent/peer/peer_get.c \
 	agent/peer/peer_internal.h \

@@ -1,23 +1,76 @@
 /*
  * The data plane: UCX context and worker, the active-message handlers and
  * the progress thread. The regions it exposes and its record are in
- * peer_regions.c.
+ * peer_regions.c, the authentication of its messages in peer_auth.c.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "common/log.h"
 #include "peer_internal.h"
 
+/* Whether @name is a UCX transport doing one-sided reads in hardware (verbs). */
+static bool is_rdma_transport(const char *name, size_t length)
+{
+	static const char *const rdma[] = { "rc",      "rc_v", "rc_x", "rc_verbs",
+		                            "rc_mlx5", "dc",   "dc_x", "dc_mlx5" };
+
+	for (size_t i = 0; i < sizeof(rdma) / sizeof(rdma[0]); i++)
+		if (strlen(rdma[i]) == length && strncasecmp(name, rdma[i], length) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Whether UCX can only use transports whose one-sided reads the hardware
+ * checks (remote key, bounds): UCX_TLS lists verbs RDMA transports and
+ * nothing else. Unset, "all", an exclusion ("^...") or any other transport
+ * (tcp, shared memory, ud, ...) may end up in UCX's software emulation,
+ * which serves any address of the process.
+ */
+static bool transports_are_rdma(void)
+{
+	const char *tls = getenv("UCX_TLS");
+
+	if (!tls || !*tls)
+		return false;
+	while (*tls) {
+		size_t length = strcspn(tls, ",");
+
+		if (!is_rdma_transport(tls, length))
+			return false;
+		tls += length + (tls[length] == ',');
+	}
+	return true;
+}
+
+static bool one_sided_allowed(const struct peer_config *config)
+{
+	switch (config->one_sided) {
+	case PEER_ONE_SIDED_RDMA:
+		return transports_are_rdma();
+	case PEER_ONE_SIDED_EMULATED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Without one-sided reads the context has no RMA feature: UCX then installs
+ * no handler for the software-emulated gets and puts a peer could send.
+ */
 static nopfs_status context_create(struct peer_plane *plane)
 {
 	ucp_params_t params = {
 		.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME,
-		.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP,
+		.features = (plane->one_sided ? UCP_FEATURE_RMA : 0) | UCP_FEATURE_AM |
+		            UCP_FEATURE_WAKEUP,
 		.name = "nopfs",
 	};
 	ucp_config_t *config;
@@ -199,6 +252,8 @@ static bool config_is_valid(const struct peer_config *config)
 
 static void plane_free(struct peer_plane *plane)
 {
+	peer_auth_fini(plane);
+	pthread_mutex_destroy(&plane->windows_lock);
 	pthread_mutex_destroy(&plane->replies_lock);
 	pthread_cond_destroy(&plane->deferred_ready);
 	pthread_mutex_destroy(&plane->deferred_lock);
@@ -220,12 +275,19 @@ nopfs_status peer_plane_create(const struct peer_config *config, struct peer_pla
 		return NOPFS_ERR_NOMEM;
 	}
 	plane->config = *config;
+	plane->one_sided = one_sided_allowed(config);
+	atomic_init(&plane->max_samples, config->max_samples);
+	atomic_init(&plane->max_sample_size, config->max_sample_size);
+	pthread_mutex_init(&plane->windows_lock, NULL);
 	pthread_mutex_init(&plane->nodes_lock, NULL);
 	pthread_mutex_init(&plane->pending_lock, NULL);
 	pthread_mutex_init(&plane->replies_lock, NULL);
 	pthread_mutex_init(&plane->deferred_lock, NULL);
 	pthread_cond_init(&plane->deferred_ready, NULL);
 
+	status = peer_auth_init(plane);
+	if (status != NOPFS_OK)
+		goto out_free_plane;
 	status = context_create(plane);
 	if (status != NOPFS_OK)
 		goto out_free_plane;
@@ -295,6 +357,8 @@ void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats)
 		.errors = atomic_load_explicit(&c->errors, memory_order_relaxed),
 		.served = atomic_load_explicit(&c->served, memory_order_relaxed),
 		.served_bytes = atomic_load_explicit(&c->served_bytes, memory_order_relaxed),
+		.refused = atomic_load_explicit(&c->refused, memory_order_relaxed),
+		.dropped = atomic_load_explicit(&c->dropped, memory_order_relaxed),
 	};
 }
 

@@ -1,8 +1,10 @@
 /*
- * The data plane between the agents of a job, over UCX: one-sided reads of
- * the peers' RAM tiers, requests for samples kept elsewhere, notices about
- * plans. Every remote operation has a deadline; past it, or on any error,
- * the caller reads the PFS. Protocol: docs/protocols.md.
+ * The data plane between the agents of a job, over UCX: requests for
+ * samples kept elsewhere, one-sided reads of the peers' RAM tiers (only over
+ * hardware RDMA), notices about plans. Every message is authenticated with a
+ * key derived from the job's secret; what does not verify is dropped. Every
+ * remote operation has a deadline; past it, or on any error, the caller
+ * reads the PFS. Protocol: docs/protocols.md; threats: docs/security.md.
  * Threads: get, fetch, connect and stats may be called concurrently from any
  * threads; destroy only once they have all returned.
  */
@@ -50,9 +52,32 @@ typedef nopfs_status (*peer_fill_fn)(void *arg, nopfs_sample_id sample, void *bu
 typedef void (*peer_notice_fn)(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,
                                const void *payload, size_t length);
 
+/* The job's secret: node 0 makes it, PMIx (or a test's pipe) carries it. */
+#define PEER_SECRET_BYTES 32
+
+/* Fill @secret with fresh random bytes (getrandom); logs why not. */
+nopfs_status peer_secret_generate(unsigned char secret[PEER_SECRET_BYTES]);
+
+/*
+ * Whether peers may read the RAM tier with one-sided gets. Only hardware
+ * RDMA checks the remote key and bounds of a read: UCX's software emulation
+ * (TCP, ...) serves any address of the process to anyone connected, so
+ * there the plane registers nothing and answers requests only.
+ */
+enum peer_one_sided {
+	PEER_ONE_SIDED_RDMA = 0, /* when UCX_TLS names only verbs RDMA transports */
+	PEER_ONE_SIDED_NEVER,
+	PEER_ONE_SIDED_EMULATED, /* whatever the transport: tests and benchmarks only */
+};
+
 struct peer_config {
-	uint32_t node;  /* this agent's node index, for messages */
-	void *ram_base; /* RAM tier arena to expose; may be NULL */
+	uint32_t node;                           /* this agent's node index, for messages */
+	unsigned char secret[PEER_SECRET_BYTES]; /* the job's; all zero is refused */
+	enum peer_one_sided one_sided;
+	/* Requests are refused, without allocating, past these (0: none; 1 GiB). */
+	uint64_t max_samples;     /* sample numbers are below this */
+	uint64_t max_sample_size; /* bytes of one sample */
+	void *ram_base;           /* RAM tier arena to expose; may be NULL */
 	size_t ram_bytes;
 	void *state_base; /* per-sample state bytes of that tier; may be NULL */
 	size_t state_bytes;
@@ -60,8 +85,15 @@ struct peer_config {
 	peer_serve_fn serve;   /* for requests; may be NULL (answers "not available") */
 	peer_fill_fn fill;     /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
 	peer_notice_fn notice; /* for notices; may be NULL (dropped) */
-	void *serve_arg;       /* of the three */
-	int timeout_ms;        /* deadline of every remote operation, > 0 */
+	/*
+	 * Notices of kind @origin_kind (0: none) are taken from node 0 only,
+	 * and only up to @origin_max bytes: node 0 alone announces where the
+	 * shared catalog is, and a path is short.
+	 */
+	uint32_t origin_kind;
+	size_t origin_max;
+	void *serve_arg; /* of the three */
+	int timeout_ms;  /* deadline of every remote operation, > 0 */
 	/*
 	 * Plus the operation's bytes at this rate (bytes/s; 0: nothing more): a
 	 * large sample the holder first reads from a contended PFS takes longer.
@@ -74,7 +106,8 @@ int peer_deadline_ms(const struct peer_config *config, uint64_t size);
 
 /*
  * What one agent publishes so that others can reach it (opaque bytes). A
- * region is exposed (has a key) if and only if its length is not zero.
+ * region is exposed (has a key) if and only if its length is not zero; a
+ * plane without one-sided reads exposes none.
  */
 struct peer_record {
 	void *address; /* UCX worker address */
@@ -97,6 +130,8 @@ struct peer_stats {
 	uint64_t not_available;           /* a peer answered "not available" */
 	uint64_t timeouts, errors;        /* operations abandoned */
 	uint64_t served, served_bytes;    /* requests this agent answered with bytes */
+	uint64_t refused;                 /* requests outside the bounds */
+	uint64_t dropped;                 /* messages that did not authenticate */
 };
 
 /*
@@ -133,8 +168,10 @@ bool peer_plane_lost(struct peer_plane *plane, uint32_t node);
  * @dest. NOPFS_ERR_NOT_FOUND when not present (nothing copied),
  * NOPFS_ERR_TIMEOUT past the deadline, NOPFS_ERR_IO on a transport error or
  * while the node is down, NOPFS_ERR_RANGE when the offsets fall outside the
- * node's regions, NOPFS_ERR_INVALID for a node never connected. On any error
- * @dest may have been partly written.
+ * node's regions, NOPFS_ERR_INVALID for a node never connected,
+ * NOPFS_ERR_UNSUPPORTED (not logged, not counted) when the node exposes no
+ * region: ask it with peer_plane_fetch(). On any error @dest may have been
+ * partly written.
  */
 nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t state_offset,
                             uint64_t data_offset, void *dest, uint64_t size);
@@ -157,6 +194,10 @@ void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats);
 #define PEER_NO_GENERATION UINT32_MAX
 void peer_plane_set_generation(struct peer_plane *plane, uint32_t generation);
 
+/* The bounds of requests for a new plan (as max_samples, max_sample_size). */
+void peer_plane_set_bounds(struct peer_plane *plane, uint64_t max_samples,
+                           uint64_t max_sample_size);
+
 /*
  * Expose other regions than the current ones (same rules as in the config;
  * NULL/0: none) and rebuild this agent's record; the previous regions are no
@@ -169,7 +210,8 @@ nopfs_status peer_plane_expose(struct peer_plane *plane, void *ram_base, size_t 
 /*
  * Send a notice (@kind, @generation, @length bytes of @payload, at most
  * PEER_NOTICE_MAX) to every connected node but this one, without waiting
- * for delivery. Returns how many were sent.
+ * for delivery. Returns how many were sent. A receiver hands a notice to its
+ * callback only once it authenticated it as from the node it names.
  */
 #define PEER_NOTICE_MAX 65536
 uint32_t peer_plane_notify(struct peer_plane *plane, uint32_t kind, uint32_t generation,

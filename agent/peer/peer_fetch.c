@@ -4,6 +4,12 @@
  * (copied in the handler) or by rendezvous (received straight into the
  * caller's buffer with ucp_am_recv_data_nbx()).
  *
+ * A response is taken only once it authenticated as from the node asked,
+ * for a request of this node still pending, with exactly the size asked;
+ * bytes received by rendezvous are authenticated once they are in the
+ * caller's buffer, and the fetch fails if they do not (the caller reads the
+ * PFS: it never uses bytes that did not verify).
+ *
  * A fetch awaiting its response sits on the plane's pending list
  * (peer_pending.c). Whoever takes it off the list ends that unit: the
  * response, the deadline, a failed send, or the failure or close of its
@@ -45,7 +51,10 @@ static void post_request(struct peer_op *op)
 	nopfs_status status;
 
 	peer_op_begin(op);
-	status = peer_conn_lock(op->conn);
+	status = peer_auth_seal(op->plane, PEER_AM_REQUEST, op->request.auth.generation,
+	                        &op->request, sizeof(op->request), NULL, 0);
+	if (status == NOPFS_OK)
+		status = peer_conn_lock(op->conn);
 	if (status != NOPFS_OK) {
 		peer_pending_drop(op, UCS_ERR_CANCELED);
 		peer_op_end(op, UCS_ERR_CANCELED);
@@ -58,6 +67,29 @@ static void post_request(struct peer_op *op)
 		peer_pending_drop(op, UCS_ERR_CANCELED);
 }
 
+/* The bytes of a rendezvous response are in: authenticate them there. */
+static void response_received(void *request, ucs_status_t status, size_t length, void *user_data)
+{
+	struct peer_op *op = user_data;
+
+	if (status == UCS_OK && !peer_auth_payload(op->plane, &op->response, op->dest, op->size))
+		status = UCS_ERR_INVALID_PARAM;
+	peer_op_end(op, status);
+	ucp_request_free(request);
+}
+
+/* Whether an authenticated @response answers @op; logged (rate-limited) if not. */
+static bool answers(struct peer_plane *plane, const struct peer_response *response,
+                    struct peer_op *op, size_t length)
+{
+	if (response->answer == PEER_ANSWER_NOT_AVAILABLE && length == 0)
+		return true;
+	if (response->answer == PEER_ANSWER_BYTES && length == op->size)
+		return true;
+	peer_auth_reject(plane, response->auth.node, "a response of the wrong size");
+	return false;
+}
+
 /*
  * The response handler (progress thread). The fetch it answers, if still
  * waiting, is taken off the list: its destination is then ours to fill.
@@ -66,20 +98,26 @@ ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_le
                                  size_t length, const ucp_am_recv_param_t *param)
 {
 	struct peer_plane *plane = arg;
+	bool rndv = param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV;
 	struct peer_response response;
 	ucp_request_param_t receive;
 	struct peer_op *op;
 
-	if (header_length != sizeof(response)) {
-		nopfs_error("node %u: dropped a malformed response (%zu-byte header)",
-		            plane->config.node, header_length);
+	if (!peer_auth_open(plane, PEER_AM_RESPONSE, header, header_length, rndv ? NULL : data,
+	                    length, &response, sizeof(response)))
+		return UCS_OK;
+	if (response.owner != response.auth.node || response.asker != plane->config.node) {
+		peer_auth_reject(plane, response.auth.node, "a response naming another node");
 		return UCS_OK;
 	}
-	memcpy(&response, header, sizeof(response));
-	op = peer_pending_take(plane, response.id);
+	op = peer_pending_take(plane, response.id, response.auth.node);
 	if (!op) {
 		nopfs_debug("node %u: late response %" PRIu64 " from node %u dropped",
 		            plane->config.node, response.id, response.owner);
+		return UCS_OK;
+	}
+	if (!answers(plane, &response, op, length)) {
+		peer_op_end(op, UCS_ERR_MESSAGE_TRUNCATED);
 		return UCS_OK;
 	}
 	if (response.answer == PEER_ANSWER_NOT_AVAILABLE) {
@@ -87,21 +125,18 @@ ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_le
 		peer_op_end(op, UCS_OK);
 		return UCS_OK;
 	}
-	if (response.answer != PEER_ANSWER_BYTES || length != op->size) {
-		nopfs_error("node %u: answered sample %" PRIu64 " with %zu bytes (answer %u), "
-		            "%" PRIu64 " expected",
-		            op->conn->node->index, op->request.sample, length, response.answer,
-		            op->size);
-		peer_op_end(op, UCS_ERR_MESSAGE_TRUNCATED);
-		return UCS_OK;
-	}
-	if (!(param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
+	if (!rndv) {
 		if (length > 0)
 			memcpy(op->dest, data, length);
 		peer_op_end(op, UCS_OK);
 		return UCS_OK;
 	}
-	receive = peer_op_recv_param(op);
+	op->response = response.auth;
+	receive = (ucp_request_param_t){
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+		.cb.recv_am = response_received,
+		.user_data = op,
+	};
 	peer_op_posted(op, ucp_am_recv_data_nbx(plane->worker, data, op->dest, length, &receive),
 	               "receive of a response");
 	return UCS_OK;
@@ -150,11 +185,10 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sam
 		return peer_op_count(plane, NOPFS_ERR_NOMEM);
 	}
 	op->request = (struct peer_request){
-		.magic = PEER_REQUEST_MAGIC,
+		.auth.generation = atomic_load(&plane->generation),
 		.asker = plane->config.node,
 		.sample = sample,
 		.size = size,
-		.generation = atomic_load(&plane->generation),
 	};
 	op->dest = dest;
 	op->size = size;

@@ -1,7 +1,9 @@
 /*
  * One-sided reads of a node's RAM tier: the sample's state byte, then, if
  * it says present, the bytes. The owner writes a sample's bytes before its
- * state byte, so bytes read after a "present" state are complete.
+ * state byte, so bytes read after a "present" state are complete. Only
+ * between planes that register their regions (hardware RDMA): others have
+ * no keys, and their samples are asked for (peer_fetch.c).
  */
 #include <inttypes.h>
 
@@ -88,6 +90,11 @@ nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t st
 	if (status != NOPFS_OK)
 		return peer_op_count(plane, status);
 	keys = peer_conn_keys(conn);
+	if (!keys->state_key && !keys->ram_key) {
+		peer_keys_put(keys);
+		peer_conn_put(conn);
+		return NOPFS_ERR_UNSUPPORTED; /* only requests to this node */
+	}
 	status = check_range(node, keys, state_offset, data_offset, size);
 	op = status == NOPFS_OK ? peer_op_create(plane, conn, size) : NULL;
 	if (!op) {

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <openssl/evp.h>
 #include <ucp/api/ucp.h>
 
 #include "peer.h"
@@ -30,29 +31,44 @@ enum peer_am_id {
 	PEER_AM_NOTICE = 3,   /* any -> any: struct peer_notice, its payload */
 };
 
-#define PEER_REQUEST_MAGIC 0x4e504652u /* "NPFR" */
+#define PEER_MAGIC     0x3246504eu /* "NPF2" read as little endian */
+#define PEER_TAG_BYTES 16
 
 /*
- * Active-message headers. The agents of a job run the same build, so these
- * travel in host order; the magic catches a stray or foreign message.
+ * What every active-message header starts with. The agents of a job run the
+ * same build, so headers travel in host order. @tag authenticates the whole
+ * header (this and what follows, @tag left out), @payload_tag the payload;
+ * both are AES-256-GMAC with the job's key, under the nonces (@node, @seq)
+ * and (@node, @seq | 2^63): a sender's @seq grows by one a message from a
+ * random start below 2^62, so no nonce repeats. The receiver drops what does
+ * not verify, or repeats a (@node, @seq) it saw, before looking at anything
+ * else (peer_auth.c).
  */
-struct peer_request {
+struct peer_auth {
 	uint32_t magic;
-	uint32_t asker;  /* the asking agent's node */
+	uint16_t kind; /* enum peer_am_id: a header is not valid as another kind */
+	uint16_t unused;
+	uint32_t node;       /* the sender's */
+	uint32_t generation; /* the plan the message is about */
+	uint64_t seq;
+	uint64_t length; /* of the payload */
+	unsigned char payload_tag[PEER_TAG_BYTES];
+	unsigned char tag[PEER_TAG_BYTES];
+};
+
+struct peer_request {
+	struct peer_auth auth; /* generation: the asker's plan, whose sample numbers these are */
+	uint32_t asker;        /* the asking agent's node, as authenticated */
+	uint32_t unused;
 	uint64_t id;     /* echoed in the response */
 	uint64_t sample; /* a nopfs_sample_id, checked by the answering side */
 	uint64_t size;
-	uint32_t generation; /* of the asker's plan: sample numbers are the plan's */
-	uint32_t unused;
 };
 
-#define PEER_NOTICE_MAGIC 0x4e50464eu /* "NPFN" */
-
 struct peer_notice {
-	uint32_t magic;
-	uint32_t sender; /* the sending agent's node */
-	uint32_t kind;   /* the agent's, opaque to the plane */
-	uint32_t generation;
+	struct peer_auth auth; /* generation: the notice's */
+	uint32_t sender;       /* the sending agent's node, as authenticated */
+	uint32_t kind;         /* the agent's, opaque to the plane */
 };
 
 enum peer_answer {
@@ -61,9 +77,12 @@ enum peer_answer {
 };
 
 struct peer_response {
+	struct peer_auth auth; /* generation: the request's */
 	uint64_t id;
 	uint32_t answer; /* enum peer_answer */
-	uint32_t owner;  /* the answering agent's node */
+	uint32_t owner;  /* the answering agent's node, as authenticated */
+	uint32_t asker;  /* the node whose request this answers */
+	uint32_t unused;
 };
 
 /*
@@ -119,6 +138,7 @@ struct peer_counters {
 	atomic_uint_fast64_t requests, request_bytes, not_available;
 	atomic_uint_fast64_t timeouts, errors;
 	atomic_uint_fast64_t served, served_bytes;
+	atomic_uint_fast64_t refused, dropped;
 };
 
 /* A buffer for one answer: the header and room for the bytes. */
@@ -133,14 +153,31 @@ struct peer_deferred {
 
 struct peer_reply {
 	struct peer_plane *plane;
-	struct peer_reply *next; /* among the spares */
-	struct peer_response header;
+	struct peer_reply *next;     /* among the spares */
+	struct peer_response header; /* sealed just before sending */
 	uint64_t capacity;
 	unsigned char data[];
 };
 
+/* The nonces seen from one sender: the highest, and which of those below it. */
+#define PEER_WINDOW 1024
+struct peer_window {
+	bool used;
+	uint64_t top;
+	uint64_t bits[PEER_WINDOW / 64]; /* bit s % PEER_WINDOW: s was seen */
+};
+
 struct peer_plane {
-	struct peer_config config;
+	struct peer_config config; /* its secret is wiped once the key is made */
+	bool one_sided;            /* regions registered, gets allowed */
+	unsigned char key[32];     /* AES-256-GMAC, derived from the secret */
+	EVP_CIPHER *gcm;           /* OpenSSL's AES-256-GCM */
+	atomic_uint_fast64_t seq;  /* of the next message sent */
+	pthread_mutex_t windows_lock;
+	struct peer_window *windows; /* by sender node; all zero: none seen */
+	uint32_t window_slots;
+	atomic_uint_fast64_t drop_logged_ns; /* drops are logged once a second */
+	atomic_uint_fast64_t max_samples, max_sample_size;
 	ucp_context_h context;
 	ucp_worker_h worker;
 	ucp_mem_h ram_memh; /* NULL when not exposed */
@@ -200,6 +237,7 @@ struct peer_op {
 	void *dest;
 	uint64_t size;
 	bool not_available;
+	struct peer_auth response; /* of a response received by rendezvous */
 
 	/* get */
 	struct peer_keys *keys; /* referenced */
@@ -208,6 +246,28 @@ struct peer_op {
 
 #define peer_count(plane, counter, n) \
 	atomic_fetch_add_explicit(&(plane)->counters.counter, (n), memory_order_relaxed)
+
+/* peer_auth.c */
+nopfs_status peer_auth_init(struct peer_plane *plane);
+void peer_auth_fini(struct peer_plane *plane);
+/* Number, authenticate and fill the peer_auth at the start of @header. */
+nopfs_status peer_auth_seal(struct peer_plane *plane, enum peer_am_id kind, uint32_t generation,
+                            void *header, size_t header_length, const void *payload, size_t length);
+/*
+ * Whether a received message of @kind authenticates: its header is exactly
+ * @expected bytes, it verifies, and its nonce is new; the header is copied to
+ * @out. With @payload NULL (rendezvous) the payload is checked later with
+ * peer_auth_payload(). Drops are counted and logged (once a second).
+ */
+bool peer_auth_open(struct peer_plane *plane, enum peer_am_id kind, const void *header,
+                    size_t header_length, const void *payload, size_t length, void *out,
+                    size_t expected);
+bool peer_auth_payload(struct peer_plane *plane, const struct peer_auth *auth, const void *payload,
+                       size_t length);
+/* Forget the nonces seen from @node: it may have restarted. */
+void peer_auth_forget(struct peer_plane *plane, uint32_t node);
+/* A message that authenticated but breaks the rules: counted, logged once a second. */
+void peer_auth_reject(struct peer_plane *plane, uint32_t node, const char *what);
 
 /* peer_regions.c */
 nopfs_status peer_regions_map(struct peer_plane *plane);
@@ -236,7 +296,6 @@ struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn,
 void peer_op_begin(struct peer_op *op);
 void peer_op_end(struct peer_op *op, ucs_status_t status);
 ucp_request_param_t peer_op_send_param(struct peer_op *op);
-ucp_request_param_t peer_op_recv_param(struct peer_op *op);
 nopfs_status peer_op_posted(struct peer_op *op, ucs_status_ptr_t request, const char *what);
 nopfs_status peer_op_wait(struct peer_op *op, const char *what,
                           void (*on_deadline)(struct peer_op *op));
@@ -245,8 +304,8 @@ nopfs_status peer_op_count(struct peer_plane *plane, nopfs_status status);
 
 /* peer_pending.c */
 void peer_pending_add(struct peer_plane *plane, struct peer_op *op);
-/* Take the fetch with request @id off the list; NULL if not there. */
-struct peer_op *peer_pending_take(struct peer_plane *plane, uint64_t id);
+/* Take the fetch with request @id sent to @node off the list; NULL if not there. */
+struct peer_op *peer_pending_take(struct peer_plane *plane, uint64_t id, uint32_t node);
 /* End @op's wait for its response, unless something else did. */
 void peer_pending_drop(struct peer_op *op, ucs_status_t status);
 /* Fail the fetches awaiting a response on @conn (failed or closed). */

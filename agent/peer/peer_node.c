@@ -107,7 +107,10 @@ static nopfs_status unpack_key(struct peer_conn *conn, const void *packed, const
 	return NOPFS_OK;
 }
 
-/* The keys of @record unpacked on @conn's endpoint, referenced once. */
+/*
+ * The keys of @record unpacked on @conn's endpoint, referenced once; none on
+ * a plane without one-sided reads (its context cannot use them).
+ */
 static nopfs_status keys_create(struct peer_conn *conn, const struct peer_record *record,
                                 struct peer_keys **out)
 {
@@ -125,6 +128,11 @@ static nopfs_status keys_create(struct peer_conn *conn, const struct peer_record
 		.state_bytes = record->state_bytes,
 	};
 	atomic_init(&keys->refs, 1);
+	if (!conn->plane->one_sided) {
+		keys->ram_bytes = keys->state_bytes = 0;
+		*out = keys;
+		return NOPFS_OK;
+	}
 	if (record->ram_key_length)
 		status = unpack_key(conn, record->ram_key, "RAM arena", &keys->ram_key);
 	if (status == NOPFS_OK && record->state_key_length)
@@ -373,6 +381,7 @@ static nopfs_status reconnect_locked(struct peer_plane *plane, struct peer_node 
 	if (node->conn)
 		node_retire_locked(plane, node, NOPFS_ERR_IO);
 	node->down_until = 0;
+	peer_auth_forget(plane, node->index); /* a new worker numbers its messages anew */
 	status = conn_create(plane, node, &node->conn);
 	atomic_store(&node->lost, false); /* a new record: it is there */
 	return status;

@@ -1,7 +1,8 @@
 /*
  * Plans on the data plane: the generation that requests are matched
- * against, exposing the regions of a new plan, and notices (small messages
- * the agents send one another about plans).
+ * against, the bounds they are checked against, exposing the regions of a
+ * new plan, and notices (small messages the agents send one another about
+ * plans), handed on only once authenticated as from the node they name.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -13,6 +14,12 @@
 void peer_plane_set_generation(struct peer_plane *plane, uint32_t generation)
 {
 	atomic_store(&plane->generation, generation);
+}
+
+void peer_plane_set_bounds(struct peer_plane *plane, uint64_t max_samples, uint64_t max_sample_size)
+{
+	atomic_store(&plane->max_samples, max_samples);
+	atomic_store(&plane->max_sample_size, max_sample_size);
 }
 
 nopfs_status peer_plane_expose(struct peer_plane *plane, void *ram_base, size_t ram_bytes,
@@ -77,10 +84,15 @@ static bool notice_post(struct peer_plane *plane, struct peer_node *node,
 	struct peer_conn *conn;
 	ucs_status_ptr_t request;
 
-	if (peer_node_acquire(plane, node, &conn) != NOPFS_OK)
+	if (peer_auth_seal(plane, PEER_AM_NOTICE, buffer->header.auth.generation, &buffer->header,
+	                   sizeof(buffer->header), buffer->payload, buffer->length) != NOPFS_OK ||
+	    peer_node_acquire(plane, node, &conn) != NOPFS_OK) {
+		free(buffer);
 		return false;
+	}
 	if (peer_conn_lock(conn) != NOPFS_OK) {
 		peer_conn_put(conn);
+		free(buffer);
 		return false;
 	}
 	request = ucp_am_send_nbx(conn->ep, PEER_AM_NOTICE, &buffer->header, sizeof(buffer->header),
@@ -125,10 +137,9 @@ uint32_t peer_plane_notify(struct peer_plane *plane, uint32_t kind, uint32_t gen
 		}
 		buffer->plane = plane;
 		buffer->header = (struct peer_notice){
-			.magic = PEER_NOTICE_MAGIC,
+			.auth.generation = generation,
 			.sender = plane->config.node,
 			.kind = kind,
-			.generation = generation,
 		};
 		buffer->length = length;
 		if (length)
@@ -144,19 +155,25 @@ ucs_status_t peer_notice_received(void *arg, const void *header, size_t header_l
 	struct peer_plane *plane = arg;
 	struct peer_notice notice;
 
-	if (header_length != sizeof(notice)) {
-		nopfs_error("node %u: dropped a malformed notice (%zu-byte header)",
-		            plane->config.node, header_length);
+	if (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) {
+		peer_auth_reject(plane, UINT32_MAX, "a notice not sent whole");
 		return UCS_OK;
 	}
-	memcpy(&notice, header, sizeof(notice));
-	if (notice.magic != PEER_NOTICE_MAGIC || (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV)) {
-		nopfs_error("node %u: dropped a malformed notice from node %u", plane->config.node,
-		            notice.sender);
+	if (!peer_auth_open(plane, PEER_AM_NOTICE, header, header_length, data, length, &notice,
+	                    sizeof(notice)))
+		return UCS_OK;
+	if (notice.sender != notice.auth.node || length > PEER_NOTICE_MAX) {
+		peer_auth_reject(plane, notice.auth.node,
+		                 "a notice naming another node, or too long");
+		return UCS_OK;
+	}
+	if (notice.kind && notice.kind == plane->config.origin_kind &&
+	    (notice.sender != 0 || length > plane->config.origin_max)) {
+		peer_auth_reject(plane, notice.sender, "a notice only node 0 sends, or too long");
 		return UCS_OK;
 	}
 	if (plane->config.notice && !atomic_load(&plane->stopping))
 		plane->config.notice(plane->config.serve_arg, notice.sender, notice.kind,
-		                     notice.generation, data, length);
+		                     notice.auth.generation, data, length);
 	return UCS_OK;
 }

@@ -88,28 +88,12 @@ static void op_sent(void *request, ucs_status_t status, void *user_data)
 	ucp_request_free(request);
 }
 
-static void op_received(void *request, ucs_status_t status, size_t length, void *user_data)
-{
-	peer_op_end(user_data, status);
-	ucp_request_free(request);
-}
-
 /* Parameters of a get or a send whose completion ends a unit of @op. */
 ucp_request_param_t peer_op_send_param(struct peer_op *op)
 {
 	return (ucp_request_param_t){
 		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
 		.cb.send = op_sent,
-		.user_data = op,
-	};
-}
-
-/* Parameters of an active-message receive whose completion ends a unit of @op. */
-ucp_request_param_t peer_op_recv_param(struct peer_op *op)
-{
-	return (ucp_request_param_t){
-		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
-		.cb.recv_am = op_received,
 		.user_data = op,
 	};
 }

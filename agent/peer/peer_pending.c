@@ -1,6 +1,8 @@
 /*
  * The plane's pending list: the fetches awaiting their response, by request
- * id. Whoever takes a fetch off the list ends that unit of it (peer_fetch.c).
+ * id and the node asked. Ids start at random and grow: a response to an id
+ * not pending, or from another node, finds nothing. Whoever takes a fetch
+ * off the list ends that unit of it (peer_fetch.c).
  */
 #include "peer_internal.h"
 
@@ -13,13 +15,13 @@ void peer_pending_add(struct peer_plane *plane, struct peer_op *op)
 	pthread_mutex_unlock(&plane->pending_lock);
 }
 
-struct peer_op *peer_pending_take(struct peer_plane *plane, uint64_t id)
+struct peer_op *peer_pending_take(struct peer_plane *plane, uint64_t id, uint32_t node)
 {
 	struct peer_op **at, *op = NULL;
 
 	pthread_mutex_lock(&plane->pending_lock);
 	for (at = &plane->pending; *at; at = &(*at)->next) {
-		if ((*at)->request.id == id) {
+		if ((*at)->request.id == id && (*at)->conn->node->index == node) {
 			op = *at;
 			*at = op->next;
 			break;
@@ -31,7 +33,7 @@ struct peer_op *peer_pending_take(struct peer_plane *plane, uint64_t id)
 
 void peer_pending_drop(struct peer_op *op, ucs_status_t status)
 {
-	if (peer_pending_take(op->plane, op->request.id) == op)
+	if (peer_pending_take(op->plane, op->request.id, op->conn->node->index) == op)
 		peer_op_end(op, status);
 }
 

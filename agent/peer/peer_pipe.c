@@ -1,4 +1,4 @@
-/* The data plane's record through a pipe, for the peer tests and benchmark. */
+/* The data plane's secret and record through a pipe, for the peer tests and benchmark. */
 #include "config.h"
 
 #include <errno.h>
@@ -31,4 +31,14 @@ int pipe_receive_record(int fd, struct peer_plane *plane, uint32_t node)
 	    peer_record_unpack(packed, length, &record) != NOPFS_OK)
 		return -1;
 	return peer_plane_connect(plane, node, &record) == NOPFS_OK ? 0 : -1;
+}
+
+int pipe_send_secret(int fd, const unsigned char secret[PEER_SECRET_BYTES])
+{
+	return nopfs_write_all(fd, secret, PEER_SECRET_BYTES) ? -1 : 0;
+}
+
+int pipe_receive_secret(int fd, unsigned char secret[PEER_SECRET_BYTES])
+{
+	return nopfs_read_exact(fd, secret, PEER_SECRET_BYTES) ? -1 : 0;
 }

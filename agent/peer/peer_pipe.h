@@ -1,7 +1,7 @@
 /*
  * Two processes wiring their data planes to each other without PMIx: the
- * packed record through a pipe (its length, then its bytes). Used by the peer
- * tests and the peer benchmark.
+ * job's secret and the packed record through a pipe (its length, then its
+ * bytes). Used by the peer tests and the peer benchmark.
  */
 #ifndef NOPFS_AGENT_PEER_PIPE_H
 #define NOPFS_AGENT_PEER_PIPE_H
@@ -15,5 +15,9 @@
 /* Send @plane's record; receive the record of @node and connect @plane to it. */
 int pipe_send_record(int fd, struct peer_plane *plane);
 int pipe_receive_record(int fd, struct peer_plane *plane, uint32_t node);
+
+/* Send or receive the job's secret, before the planes are created. */
+int pipe_send_secret(int fd, const unsigned char secret[PEER_SECRET_BYTES]);
+int pipe_receive_secret(int fd, unsigned char secret[PEER_SECRET_BYTES]);
 
 #endif

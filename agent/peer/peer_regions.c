@@ -1,7 +1,8 @@
 /*
  * What this agent exposes to the others: its regions (RAM arena and state
  * array) registered with UCX, and its record (the worker's address and the
- * regions' packed keys).
+ * regions' packed keys). A plane without one-sided reads registers nothing:
+ * its record carries the address alone.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ static nopfs_status region_map(struct peer_plane *plane, void *base, size_t byte
 	ucs_status_t status;
 
 	*memh = NULL;
-	if (!base || bytes == 0)
+	if (!base || bytes == 0 || !plane->one_sided)
 		return NOPFS_OK;
 	status = ucp_mem_map(plane->context, &params, memh);
 	if (status != UCS_OK) {

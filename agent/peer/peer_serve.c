@@ -7,7 +7,13 @@
  * A request for a sample this agent keeps but has not fetched yet is
  * deferred to the answering thread, which has the fill callback fetch it
  * (blocking is allowed there) and answers on this agent's own connection to
- * the asker (responses are matched by id, whatever endpoint they come on).
+ * the asker (responses are matched by id and node, whatever endpoint they
+ * come on).
+ *
+ * A request is looked at only once it authenticated as from the node it
+ * names; one outside the bounds of the plan (a sample number or size past
+ * the catalog's) is refused, answered "not available" before anything is
+ * allocated for it.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -18,7 +24,8 @@
 #include "common/clock.h"
 
 #define PEER_REPLY_SPARES 4
-#define PEER_DEFERRED_MAX 1024 /* more waiting: answered "not available" */
+#define PEER_DEFERRED_MAX 1024                /* more waiting: answered "not available" */
+#define PEER_SIZE_MAX     ((uint64_t)1 << 30) /* a request's bytes, without a plan's bound */
 
 /* A buffer with room for @size bytes; NULL if out of memory. */
 static struct peer_reply *reply_get(struct peer_plane *plane, uint64_t size)
@@ -87,6 +94,7 @@ static void reply_sent(void *request, ucs_status_t status, void *user_data)
 	ucp_request_free(request);
 }
 
+/* Seal and send @reply (its header filled but for the authentication). */
 static void send_reply(struct peer_plane *plane, ucp_ep_h ep, struct peer_reply *reply,
                        uint64_t bytes)
 {
@@ -97,6 +105,11 @@ static void send_reply(struct peer_plane *plane, ucp_ep_h ep, struct peer_reply 
 	};
 	ucs_status_ptr_t request;
 
+	if (peer_auth_seal(plane, PEER_AM_RESPONSE, reply->header.auth.generation, &reply->header,
+	                   sizeof(reply->header), reply->data, bytes) != NOPFS_OK) {
+		reply_put(reply);
+		return;
+	}
 	request = ucp_am_send_nbx(ep, PEER_AM_RESPONSE, &reply->header, sizeof(reply->header),
 	                          reply->data, bytes, &param);
 	if (UCS_PTR_IS_PTR(request))
@@ -135,7 +148,7 @@ static bool defer(struct peer_plane *plane, const struct peer_request *request)
 		.answer_by = nopfs_clock_now_ns() +
 		             (uint64_t)peer_deadline_ms(&plane->config, request->size) * 750000u,
 		.asker = request->asker,
-		.generation = request->generation,
+		.generation = request->auth.generation,
 	};
 	pthread_mutex_lock(&plane->deferred_lock);
 	if (plane->deferred_count >= PEER_DEFERRED_MAX) {
@@ -154,22 +167,31 @@ static bool defer(struct peer_plane *plane, const struct peer_request *request)
 	return true;
 }
 
+/* Fill @reply's header: "not available" to @request. */
+static void not_available(struct peer_plane *plane, const struct peer_request *request,
+                          struct peer_reply *reply)
+{
+	reply->header = (struct peer_response){
+		.auth.generation = request->auth.generation,
+		.id = request->id,
+		.answer = PEER_ANSWER_NOT_AVAILABLE,
+		.owner = plane->config.node,
+		.asker = request->asker,
+	};
+}
+
 /*
- * Fill @reply for @request: the bytes (their count), not available (0), or
- * UINT64_MAX when the request was deferred (no reply now).
+ * Fill @reply for @request (its header says "not available"): the bytes
+ * (their count), not available (0), or UINT64_MAX when the request was
+ * deferred (no reply now).
  */
 static uint64_t answer(struct peer_plane *plane, const struct peer_request *request,
                        struct peer_reply *reply)
 {
 	nopfs_status status;
 
-	reply->header = (struct peer_response){
-		.id = request->id,
-		.answer = PEER_ANSWER_NOT_AVAILABLE,
-		.owner = plane->config.node,
-	};
 	/* A number past any sample id names none: as the serve callback would say. */
-	if (!is_serving(plane, request->generation) || reply->capacity < request->size ||
+	if (!is_serving(plane, request->auth.generation) || reply->capacity < request->size ||
 	    request->sample > NOPFS_SAMPLE_ID_MAX)
 		return 0;
 	status = plane->config.serve(plane->config.serve_arg, (nopfs_sample_id)request->sample,
@@ -192,27 +214,41 @@ static uint64_t answer(struct peer_plane *plane, const struct peer_request *requ
 	return request->size;
 }
 
+/* Whether @request is inside the plan's bounds (counted and logged if not). */
+static bool is_in_bounds(struct peer_plane *plane, const struct peer_request *request)
+{
+	uint64_t samples = atomic_load(&plane->max_samples);
+	uint64_t size = atomic_load(&plane->max_sample_size);
+
+	if ((samples && request->sample >= samples) ||
+	    request->size > (size ? size : PEER_SIZE_MAX)) {
+		peer_auth_reject(plane, request->asker,
+		                 "a request outside the catalog (sample number or size)");
+		return false;
+	}
+	return true;
+}
+
 ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_length, void *data,
                                 size_t length, const ucp_am_recv_param_t *param)
 {
 	struct peer_plane *plane = arg;
 	struct peer_request request;
 	struct peer_reply *reply;
-	uint64_t bytes;
+	uint64_t bytes = 0;
+	bool in_bounds;
 
-	if (header_length != sizeof(request)) {
-		nopfs_error("node %u: dropped a malformed request (%zu-byte header)",
-		            plane->config.node, header_length);
+	if (!peer_auth_open(plane, PEER_AM_REQUEST, header, header_length, data, length, &request,
+	                    sizeof(request)))
 		return UCS_OK;
-	}
-	memcpy(&request, header, sizeof(request));
-	if (request.magic != PEER_REQUEST_MAGIC || length != 0 ||
+	if (request.asker != request.auth.node || length != 0 ||
 	    !(param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP)) {
-		nopfs_error("node %u: dropped a malformed request from node %u", plane->config.node,
-		            request.asker);
+		peer_auth_reject(plane, request.auth.node, "a malformed request");
 		return UCS_OK;
 	}
-	reply = reply_get(plane, is_serving(plane, request.generation) ? request.size : 0);
+	in_bounds = is_in_bounds(plane, &request);
+	reply = reply_get(
+	        plane, in_bounds && is_serving(plane, request.auth.generation) ? request.size : 0);
 	if (!reply) {
 		nopfs_error("node %u: no memory to serve %" PRIu64 " bytes of sample %" PRIu64
 		            " to node %u; answering not available",
@@ -221,7 +257,9 @@ ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_len
 		if (!reply)
 			return UCS_OK;
 	}
-	bytes = answer(plane, &request, reply);
+	not_available(plane, &request, reply);
+	if (in_bounds)
+		bytes = answer(plane, &request, reply);
 	if (bytes == UINT64_MAX)
 		reply_put(reply); /* the answering thread replies */
 	else
@@ -240,9 +278,11 @@ static void answer_deferred(struct peer_plane *plane, const struct peer_deferred
 	if (!reply)
 		return; /* the asker's deadline passes: it reads the PFS */
 	reply->header = (struct peer_response){
+		.auth.generation = deferred->generation,
 		.id = deferred->id,
 		.answer = PEER_ANSWER_NOT_AVAILABLE,
 		.owner = plane->config.node,
+		.asker = deferred->asker,
 	};
 	if (is_serving(plane, deferred->generation) && nopfs_clock_now_ns() < deferred->answer_by &&
 	    plane->config.fill(plane->config.serve_arg, deferred->sample, reply->data,

@@ -150,21 +150,33 @@ static inline nopfs_status store_fill(void *arg, nopfs_sample_id sample, void *b
 	return NOPFS_OK;
 }
 
+/* The secret of this process's test job, made once. */
+static inline const unsigned char *job_secret(void)
+{
+	static unsigned char secret[PEER_SECRET_BYTES];
+	static bool made;
+
+	if (!made)
+		ck_assert_int_eq(peer_secret_generate(secret), NOPFS_OK);
+	made = true;
+	return secret;
+}
+
 /*
- * A plane for @node exposing @store (none if NULL) and serving from it; its
- * operations' deadlines grow by their bytes at @slow_rate (0: fixed).
+ * The configuration of a plane for @node exposing @store (none if NULL) and
+ * serving from it, with the job's secret. Its one-sided reads work over TCP
+ * (emulated): the get tests need them; the agent never allows that.
  */
-static inline struct peer_plane *plane_start_slow(uint32_t node, struct store *store,
-                                                  int timeout_ms, double slow_rate)
+static inline struct peer_config plane_config(uint32_t node, struct store *store, int timeout_ms)
 {
 	struct peer_config config = {
 		.node = node,
+		.one_sided = PEER_ONE_SIDED_EMULATED,
 		.present_value = PRESENT,
 		.timeout_ms = timeout_ms,
-		.slow_bytes_per_s = slow_rate,
 	};
-	struct peer_plane *plane = NULL;
 
+	memcpy(config.secret, job_secret(), PEER_SECRET_BYTES);
 	if (store) {
 		config.ram_base = store->ram;
 		config.ram_bytes = store->offsets[SAMPLES];
@@ -175,9 +187,29 @@ static inline struct peer_plane *plane_start_slow(uint32_t node, struct store *s
 		config.notice = store_notice;
 		config.serve_arg = store;
 	}
-	ck_assert_int_eq(peer_plane_create(&config, &plane), NOPFS_OK);
+	return config;
+}
+
+static inline struct peer_plane *plane_create(const struct peer_config *config)
+{
+	struct peer_plane *plane = NULL;
+
+	ck_assert_int_eq(peer_plane_create(config, &plane), NOPFS_OK);
 	ck_assert_ptr_nonnull(plane);
 	return plane;
+}
+
+/*
+ * A plane for @node exposing @store (none if NULL) and serving from it; its
+ * operations' deadlines grow by their bytes at @slow_rate (0: fixed).
+ */
+static inline struct peer_plane *plane_start_slow(uint32_t node, struct store *store,
+                                                  int timeout_ms, double slow_rate)
+{
+	struct peer_config config = plane_config(node, store, timeout_ms);
+
+	config.slow_bytes_per_s = slow_rate;
+	return plane_create(&config);
 }
 
 static inline struct peer_plane *plane_start(uint32_t node, struct store *store, int timeout_ms)
@@ -218,6 +250,16 @@ static inline nopfs_status get_sample(struct peer_plane *plane, uint32_t node,
 {
 	return peer_plane_get(plane, node, sample, store->offsets[sample], dest,
 	                      sample_sizes[sample]);
+}
+
+/* A fetch of @sample from @node into @dest that must bring its bytes. */
+static inline void assert_fetched(struct peer_plane *plane, uint32_t node, unsigned int sample,
+                                  unsigned char *dest)
+{
+	memset(dest, 0, sample_sizes[sample]);
+	ck_assert_int_eq(peer_plane_fetch(plane, node, sample, dest, sample_sizes[sample]),
+	                 NOPFS_OK);
+	ck_assert_msg(sample_is_right(sample, dest), "sample %u wrong", sample);
 }
 
 /* Two planes of this process, each a node of the other. */

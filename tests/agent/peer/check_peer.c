@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include "peer_fixture.h"
+#include "peer/peer_internal.h"
 
 START_TEST(record_round_trip)
 {
@@ -224,7 +225,7 @@ START_TEST(get_outside_regions_refused)
 	ck_assert_ptr_null(peer_plane_local_record(bare)->ram_key);
 	ck_assert_ptr_null(peer_plane_local_record(bare)->state_key);
 	connect_to(pair.plane[0], bare, 2);
-	ck_assert_int_eq(peer_plane_get(pair.plane[0], 2, 0, 0, dest, 1), NOPFS_ERR_RANGE);
+	ck_assert_int_eq(peer_plane_get(pair.plane[0], 2, 0, 0, dest, 1), NOPFS_ERR_UNSUPPORTED);
 	peer_plane_destroy(bare);
 	pair_stop(&pair);
 }
@@ -574,6 +575,402 @@ START_TEST(exposed_regions_replace_the_record)
 }
 END_TEST
 
+/* Send a message as it is, on @from's connection to @node, and wait for its send. */
+static void send_raw(struct peer_plane *from, uint32_t node, unsigned int id, const void *header,
+                     size_t header_length, const void *payload, size_t length)
+{
+	ucp_request_param_t param = { .op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
+		                      .flags = UCP_AM_SEND_FLAG_EAGER };
+	struct peer_node *peer = peer_node_find(from, node);
+	ucs_status_ptr_t request;
+	struct peer_conn *conn;
+
+	ck_assert_ptr_nonnull(peer);
+	ck_assert_int_eq(peer_node_acquire(from, peer, &conn), NOPFS_OK);
+	ck_assert_int_eq(peer_conn_lock(conn), NOPFS_OK);
+	request = ucp_am_send_nbx(conn->ep, id, header, header_length, payload, length, &param);
+	peer_conn_unlock(conn);
+	ck_assert(!UCS_PTR_IS_ERR(request));
+	if (UCS_PTR_IS_PTR(request)) {
+		while (ucp_request_check_status(request) == UCS_INPROGRESS)
+			ucp_worker_progress(from->worker);
+		ucp_request_free(request);
+	}
+	peer_conn_put(conn);
+}
+
+/* A plane for @node whose secret is not the job's. */
+static struct peer_plane *rogue_start(uint32_t node, struct store *store)
+{
+	struct peer_config config = plane_config(node, store, TIMEOUT_MS);
+
+	ck_assert_int_eq(peer_secret_generate(config.secret), NOPFS_OK);
+	return plane_create(&config);
+}
+
+/* The id of a fetch @plane has pending (waiting until there is one). */
+static uint64_t pending_id(struct peer_plane *plane)
+{
+	uint64_t id = 0;
+
+	for (int i = 0; i < 1000 && !id; i++) {
+		pthread_mutex_lock(&plane->pending_lock);
+		id = plane->pending ? plane->pending->request.id : 0;
+		pthread_mutex_unlock(&plane->pending_lock);
+		if (!id)
+			usleep(1000);
+	}
+	ck_assert_uint_ne(id, 0);
+	return id;
+}
+
+struct fetch_thread {
+	struct peer_plane *plane;
+	unsigned int sample;
+	nopfs_status status;
+	unsigned char *dest;
+};
+
+static void *fetch_main(void *arg)
+{
+	struct fetch_thread *f = arg;
+
+	f->status = peer_plane_fetch(f->plane, 1, f->sample, f->dest, sample_sizes[f->sample]);
+	return NULL;
+}
+
+/*
+ * Responses to a pending fetch that do not come from the node asked, with
+ * its key, untouched, are dropped: forged with another key, tampered with
+ * after sealing, sealed by another node of the job. The owner's own answer,
+ * which comes later, is the one taken.
+ */
+START_TEST(forged_responses_dropped)
+{
+	unsigned int s = 5;
+	unsigned char *bogus = malloc(sample_sizes[s]);
+	struct peer_plane *rogue, *twin, *third;
+	struct peer_response forged;
+	struct fetch_thread fetch;
+	struct peer_stats stats;
+	struct pair pair;
+	pthread_t thread;
+	uint64_t id;
+
+	pair_start(&pair, TIMEOUT_MS);
+	rogue = rogue_start(1, NULL);
+	twin = plane_start(1, NULL, TIMEOUT_MS); /* node 1's key, for the tampering */
+	third = plane_start(2, NULL, TIMEOUT_MS);
+	connect_to(rogue, pair.plane[0], 0);
+	connect_to(twin, pair.plane[0], 0);
+	connect_to(third, pair.plane[0], 0);
+	pair.store[1].serve_delay_ms = 300 * SCALE; /* the true answer comes after the forged */
+	fetch = (struct fetch_thread){ .plane = pair.plane[0], .sample = s };
+	fetch.dest = calloc(1, sample_sizes[s]);
+	ck_assert_int_eq(pthread_create(&thread, NULL, fetch_main, &fetch), 0);
+	id = pending_id(pair.plane[0]);
+	memset(bogus, 0xee, sample_sizes[s]);
+	forged = (struct peer_response){ .id = id, .answer = PEER_ANSWER_BYTES, .owner = 1 };
+
+	/* another job's key, naming node 1 */
+	ck_assert_int_eq(peer_auth_seal(rogue, PEER_AM_RESPONSE, 0, &forged, sizeof(forged), bogus,
+	                                sample_sizes[s]),
+	                 NOPFS_OK);
+	send_raw(rogue, 0, PEER_AM_RESPONSE, &forged, sizeof(forged), bogus, sample_sizes[s]);
+	/* node 1's key, a byte changed after sealing; then the header */
+	ck_assert_int_eq(peer_auth_seal(twin, PEER_AM_RESPONSE, 0, &forged, sizeof(forged), bogus,
+	                                sample_sizes[s]),
+	                 NOPFS_OK);
+	bogus[100] ^= 1;
+	send_raw(twin, 0, PEER_AM_RESPONSE, &forged, sizeof(forged), bogus, sample_sizes[s]);
+	bogus[100] ^= 1;
+	forged.answer = PEER_ANSWER_NOT_AVAILABLE;
+	send_raw(twin, 0, PEER_AM_RESPONSE, &forged, sizeof(forged), bogus, sample_sizes[s]);
+	/* the job's key, but from node 2, which was not asked */
+	forged = (struct peer_response){ .id = id, .answer = PEER_ANSWER_BYTES, .owner = 2 };
+	ck_assert_int_eq(peer_auth_seal(third, PEER_AM_RESPONSE, 0, &forged, sizeof(forged), bogus,
+	                                sample_sizes[s]),
+	                 NOPFS_OK);
+	send_raw(third, 0, PEER_AM_RESPONSE, &forged, sizeof(forged), bogus, sample_sizes[s]);
+
+	pthread_join(thread, NULL);
+	ck_assert_int_eq(fetch.status, NOPFS_OK);
+	ck_assert_msg(sample_is_right(s, fetch.dest), "a forged response was taken");
+	peer_plane_stats(pair.plane[0], &stats);
+	ck_assert_uint_eq(stats.dropped, 3);
+	ck_assert_uint_eq(stats.requests, 1);
+	peer_plane_destroy(third);
+	peer_plane_destroy(twin);
+	peer_plane_destroy(rogue);
+	pair_stop(&pair);
+	free(fetch.dest);
+	free(bogus);
+}
+END_TEST
+
+/*
+ * Messages sealed by the job's key arrive out of order: both are taken; one
+ * resent as it was is dropped.
+ */
+START_TEST(replayed_notice_dropped)
+{
+	struct peer_notice first = { .sender = 0, .kind = 7 }, second = first;
+	struct peer_stats stats;
+	struct pair pair;
+
+	pair_start(&pair, TIMEOUT_MS);
+	ck_assert_int_eq(
+	        peer_auth_seal(pair.plane[0], PEER_AM_NOTICE, 1, &first, sizeof(first), "one", 4),
+	        NOPFS_OK);
+	ck_assert_int_eq(
+	        peer_auth_seal(pair.plane[0], PEER_AM_NOTICE, 1, &second, sizeof(second), "two", 4),
+	        NOPFS_OK);
+	send_raw(pair.plane[0], 1, PEER_AM_NOTICE, &second, sizeof(second), "two", 4);
+	send_raw(pair.plane[0], 1, PEER_AM_NOTICE, &first, sizeof(first), "one", 4);
+	send_raw(pair.plane[0], 1, PEER_AM_NOTICE, &first, sizeof(first), "one", 4);
+	ck_assert_uint_eq(peer_plane_notify(pair.plane[0], 7, 2, "after", 6), 1);
+	for (int i = 0; i < 200 && atomic_load(&pair.store[1].notices) < 3; i++)
+		usleep(10000);
+	usleep(20000);
+	ck_assert_uint_eq(atomic_load(&pair.store[1].notices), 3);
+	ck_assert_str_eq(pair.store[1].notice, "after");
+	peer_plane_stats(pair.plane[1], &stats);
+	ck_assert_uint_eq(stats.dropped, 1);
+	pair_stop(&pair);
+}
+END_TEST
+
+/*
+ * Requests outside the plan's bounds are refused before anything is
+ * allocated for them: a sample number past the catalog, a size past its
+ * largest sample (a terabyte included, with or without a plan's bounds).
+ */
+START_TEST(requests_outside_the_catalog_refused)
+{
+	unsigned char *dest = malloc(sample_sizes[3] + 1);
+	struct peer_stats owner;
+	struct pair pair;
+
+	pair_start(&pair, TIMEOUT_MS);
+	peer_plane_set_bounds(pair.plane[1], SAMPLES, sample_sizes[3]);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, SAMPLES, dest, 1), NOPFS_ERR_NOT_FOUND);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 3, dest, sample_sizes[3] + 1),
+	                 NOPFS_ERR_NOT_FOUND);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 40),
+	                 NOPFS_ERR_NOT_FOUND);
+	peer_plane_stats(pair.plane[1], &owner);
+	ck_assert_uint_eq(owner.refused, 3);
+	ck_assert_uint_eq(owner.served, 0);
+	ck_assert_uint_eq(atomic_load(&pair.store[1].served), 0);
+	assert_fetched(pair.plane[0], 1, 3, dest); /* within them: served */
+	/* without a plan's bounds, a terabyte is still refused */
+	peer_plane_set_bounds(pair.plane[1], 0, 0);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 40),
+	                 NOPFS_ERR_NOT_FOUND);
+	peer_plane_stats(pair.plane[1], &owner);
+	ck_assert_uint_eq(owner.refused, 4);
+	pair_stop(&pair);
+	free(dest);
+}
+END_TEST
+
+/*
+ * Notices are taken only as from the node that sealed them; the kind only
+ * node 0 sends (the shared catalog), only from it and only up to its cap.
+ */
+START_TEST(notices_from_the_wrong_node_ignored)
+{
+	static const char long_path[40] = "/a/path/longer/than/the/cap/of/16";
+	struct peer_notice notice = { .sender = 0, .kind = 7 };
+	struct peer_plane *plane[2], *third;
+	struct peer_config config;
+	struct store store[2];
+	struct peer_stats stats;
+
+	for (unsigned int n = 0; n < 2; n++)
+		store_init(&store[n]);
+	plane[0] = plane_start(0, &store[0], TIMEOUT_MS);
+	config = plane_config(1, &store[1], TIMEOUT_MS);
+	config.origin_kind = 9;
+	config.origin_max = 16;
+	plane[1] = plane_create(&config);
+	third = plane_start(2, NULL, TIMEOUT_MS);
+	connect_to(plane[0], plane[1], 1);
+	connect_to(third, plane[1], 1);
+
+	/* node 2 names node 0 */
+	ck_assert_int_eq(
+	        peer_auth_seal(third, PEER_AM_NOTICE, 1, &notice, sizeof(notice), "plan", 5),
+	        NOPFS_OK);
+	send_raw(third, 1, PEER_AM_NOTICE, &notice, sizeof(notice), "plan", 5);
+	/* the catalog: from node 2, too long from node 0, then right */
+	ck_assert_uint_eq(peer_plane_notify(third, 9, 1, "/x", 3), 1);
+	ck_assert_uint_eq(peer_plane_notify(plane[0], 9, 1, long_path, sizeof(long_path)), 1);
+	ck_assert_uint_eq(peer_plane_notify(plane[0], 9, 1, "/catalog", 9), 1);
+	for (int i = 0; i < 200; i++) {
+		peer_plane_stats(plane[1], &stats);
+		if (stats.refused >= 3 && atomic_load(&store[1].notices) >= 1)
+			break;
+		usleep(10000);
+	}
+	usleep(20000);
+	peer_plane_stats(plane[1], &stats);
+	ck_assert_uint_eq(stats.refused, 3);
+	ck_assert_uint_eq(atomic_load(&store[1].notices), 1);
+	ck_assert_str_eq(store[1].notice, "/catalog");
+	ck_assert_uint_eq(store[1].notice_sender, 0);
+	ck_assert_uint_eq(store[1].notice_kind, 9);
+	peer_plane_destroy(third);
+	for (unsigned int n = 0; n < 2; n++) {
+		peer_plane_destroy(plane[n]);
+		store_fini(&store[n]);
+	}
+}
+END_TEST
+
+/*
+ * Over TCP, UCX emulates one-sided reads in software without checking keys
+ * or bounds: a plane left to decide (the agent's) registers nothing there,
+ * its record carries no key, and its samples are asked for.
+ */
+START_TEST(no_remote_keys_over_tcp)
+{
+	unsigned char *dest = calloc(1, sample_sizes[2]);
+	struct peer_plane *plane, *asker;
+	struct peer_config config;
+	const struct peer_record *record;
+	struct store store;
+	void *packed;
+	size_t length;
+
+	store_init(&store);
+	config = plane_config(1, &store, TIMEOUT_MS);
+	config.one_sided = PEER_ONE_SIDED_RDMA; /* UCX_TLS=tcp: main() */
+	plane = plane_create(&config);
+	record = peer_plane_local_record(plane);
+	ck_assert_ptr_null(record->ram_key);
+	ck_assert_ptr_null(record->state_key);
+	ck_assert_uint_eq(record->ram_bytes + record->state_bytes, 0);
+	ck_assert_int_eq(peer_record_pack(record, &packed, &length), NOPFS_OK);
+	ck_assert_uint_eq(length, 64 + record->address_length);
+	free(packed);
+	/* nor after a new plan */
+	ck_assert_int_eq(
+	        peer_plane_expose(plane, store.ram, store.offsets[SAMPLES], store.state, SAMPLES),
+	        NOPFS_OK);
+	ck_assert_ptr_null(peer_plane_local_record(plane)->ram_key);
+
+	asker = plane_start(0, NULL, TIMEOUT_MS);
+	connect_to(asker, plane, 1);
+	ck_assert_int_eq(get_sample(asker, 1, &store, 2, dest), NOPFS_ERR_UNSUPPORTED);
+	assert_fetched(asker, 1, 2, dest);
+	peer_plane_destroy(asker);
+	peer_plane_destroy(plane);
+	store_fini(&store);
+	free(dest);
+}
+END_TEST
+
+struct raw_get {
+	atomic_bool done;
+	ucs_status_t status;
+};
+
+static void raw_get_done(void *request, ucs_status_t status, void *user_data)
+{
+	struct raw_get *get = user_data;
+
+	get->status = status;
+	atomic_store(&get->done, true);
+}
+
+/*
+ * What an intruder with emulated one-sided reads does: unpack a key of its
+ * own on its endpoint to @victim and read @address of it. The emulation
+ * checks neither key nor bounds, so this reads any memory of a plane that
+ * handles it; a plane without one-sided reads has no handler for it. True
+ * if @length bytes came back into @dest.
+ */
+static bool intruder_reads(struct peer_plane *intruder, uint32_t victim, const void *address,
+                           void *dest, size_t length)
+{
+	struct raw_get get = { .status = UCS_INPROGRESS };
+	ucp_request_param_t param = {
+		.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA,
+		.cb.send = raw_get_done,
+		.user_data = &get,
+	};
+	struct peer_node *node = peer_node_find(intruder, victim);
+	ucs_status_ptr_t request;
+	struct peer_conn *conn;
+	ucp_rkey_h key;
+
+	atomic_init(&get.done, false);
+	ck_assert_ptr_nonnull(node);
+	ck_assert_int_eq(peer_node_acquire(intruder, node, &conn), NOPFS_OK);
+	ck_assert_int_eq(
+	        ucp_ep_rkey_unpack(conn->ep, peer_plane_local_record(intruder)->ram_key, &key),
+	        UCS_OK);
+	ck_assert_int_eq(peer_conn_lock(conn), NOPFS_OK);
+	request = ucp_get_nbx(conn->ep, dest, length, (uintptr_t)address, key, &param);
+	peer_conn_unlock(conn);
+	if (UCS_PTR_IS_PTR(request)) {
+		for (int i = 0; i < 100 * SCALE && !atomic_load(&get.done); i++) {
+			ucp_worker_progress(intruder->worker);
+			usleep(10000);
+		}
+		if (!atomic_load(&get.done)) /* never answered: close to get the buffer back */
+			peer_conn_retire(intruder, conn, NOPFS_ERR_TIMEOUT);
+		for (int i = 0; i < 100 * SCALE && !atomic_load(&get.done); i++)
+			usleep(10000);
+		ck_assert(atomic_load(&get.done));
+		ucp_request_free(request);
+	} else {
+		get.status = UCS_PTR_STATUS(request);
+	}
+	ucp_rkey_destroy(key);
+	peer_conn_put(conn);
+	return get.status == UCS_OK;
+}
+
+/*
+ * An intruder reading memory the victim never exposed: it gets it from a
+ * plane with emulated one-sided reads (what every agent over TCP was), and
+ * not from one left to decide over TCP.
+ */
+START_TEST(no_emulated_reads_of_agent_memory)
+{
+	static const char secret_bytes[] = "not exposed to anyone";
+	char *secret = strdup(secret_bytes), dest[sizeof(secret_bytes)];
+	struct peer_plane *victim, *intruder;
+	struct peer_config config;
+	struct store store, own;
+
+	store_init(&store);
+	store_init(&own);
+	intruder = plane_start(0, &own, TIMEOUT_MS);
+	for (int safe = 0; safe < 2; safe++) {
+		config = plane_config(1, &store, TIMEOUT_MS);
+		config.one_sided = safe ? PEER_ONE_SIDED_RDMA : PEER_ONE_SIDED_EMULATED;
+		victim = plane_create(&config);
+		connect_to(intruder, victim, 1);
+		memset(dest, 0, sizeof(dest));
+		if (safe)
+			ck_assert_msg(!intruder_reads(intruder, 1, secret, dest, sizeof(dest)) &&
+			                      memcmp(dest, secret_bytes, sizeof(dest)) != 0,
+			              "read the agent's memory");
+		else
+			ck_assert(intruder_reads(intruder, 1, secret, dest, sizeof(dest)) &&
+			          memcmp(dest, secret_bytes, sizeof(dest)) == 0);
+		peer_plane_destroy(victim);
+	}
+	peer_plane_destroy(intruder);
+	store_fini(&own);
+	store_fini(&store);
+	free(secret);
+}
+END_TEST
+
 static Suite *peer_suite(void)
 {
 	Suite *suite = suite_create("peer");
@@ -599,6 +996,12 @@ static Suite *peer_suite(void)
 	tcase_add_test(plane, fetch_of_another_plan_not_available);
 	tcase_add_test(plane, notice_reaches_the_other_agent);
 	tcase_add_test(plane, exposed_regions_replace_the_record);
+	tcase_add_test(plane, forged_responses_dropped);
+	tcase_add_test(plane, replayed_notice_dropped);
+	tcase_add_test(plane, requests_outside_the_catalog_refused);
+	tcase_add_test(plane, notices_from_the_wrong_node_ignored);
+	tcase_add_test(plane, no_remote_keys_over_tcp);
+	tcase_add_test(plane, no_emulated_reads_of_agent_memory);
 	tcase_set_timeout(plane, 60);
 	suite_add_tcase(suite, plane);
 

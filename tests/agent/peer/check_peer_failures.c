@@ -148,33 +148,47 @@ START_TEST(destroyed_peer_fails_fast)
 }
 END_TEST
 
+/* What the child reports when asked ('s'): its plane's statistics. */
+struct child_report {
+	struct peer_stats stats;
+	unsigned int notices;
+};
+
 /*
- * The child process: node 1, serving its store until killed (or until the
- * test process goes, closing the pipe). No Check assertions here: exit codes.
+ * The child process: node 1, serving its store with the secret it is sent,
+ * until killed (or until the test process goes, closing the pipe). On 'f'
+ * it asks node 0 for sample 2, on 'n' sends it a notice, on 's' reports. No
+ * Check assertions here: exit codes.
  */
 static void __attribute__((noreturn)) child_main(int to_parent, int from_parent)
 {
-	struct peer_config config = { .node = 1,
-		                      .present_value = PRESENT,
-		                      .timeout_ms = TIMEOUT_MS };
+	struct peer_config config;
 	struct peer_plane *plane;
 	struct store store;
-	char ready = 'r';
+	char command = 'r';
 
 	store_init(&store);
-	config.ram_base = store.ram;
-	config.ram_bytes = store.offsets[SAMPLES];
-	config.state_base = store.state;
-	config.state_bytes = SAMPLES;
-	config.serve = store_serve;
-	config.serve_arg = &store;
+	config = plane_config(1, &store, TIMEOUT_MS);
+	if (pipe_receive_secret(from_parent, config.secret))
+		_exit(4);
 	if (peer_plane_create(&config, &plane) != NOPFS_OK)
 		_exit(2);
 	if (pipe_send_record(to_parent, plane) || pipe_receive_record(from_parent, plane, 0) ||
-	    nopfs_write_all(to_parent, &ready, 1))
+	    nopfs_write_all(to_parent, &command, 1))
 		_exit(3);
-	while (read(from_parent, &ready, 1) > 0)
-		;
+	while (read(from_parent, &command, 1) > 0) {
+		unsigned char *dest = malloc(sample_sizes[2]);
+		struct child_report report = { .notices = atomic_load(&store.notices) };
+
+		if (command == 'f')
+			peer_plane_fetch(plane, 0, 2, dest, sample_sizes[2]);
+		else if (command == 'n')
+			peer_plane_notify(plane, 7, 0, "forged", 7);
+		peer_plane_stats(plane, &report.stats);
+		free(dest);
+		if (command == 's' && nopfs_write_all(to_parent, &report, sizeof(report)))
+			_exit(5);
+	}
 	peer_plane_destroy(plane);
 	store_fini(&store);
 	_exit(0);
@@ -185,8 +199,9 @@ struct child {
 	int to_child, from_child;
 };
 
-/* Fork node 1 and connect @plane (node 0) and it to each other. */
-static void child_start(struct child *child, struct peer_plane **plane, struct store *store)
+/* Fork node 1 with @secret and connect @plane (node 0) and it to each other. */
+static void child_start_with(struct child *child, struct peer_plane **plane, struct store *store,
+                             const unsigned char *secret)
 {
 	int down[2], up[2];
 	char ready;
@@ -207,9 +222,28 @@ static void child_start(struct child *child, struct peer_plane **plane, struct s
 	/* UCX starts in each process after the fork */
 	store_init(store);
 	*plane = plane_start(0, store, TIMEOUT_MS);
+	ck_assert_int_eq(pipe_send_secret(child->to_child, secret), 0);
 	ck_assert_int_eq(pipe_receive_record(child->from_child, *plane, 1), 0);
 	ck_assert_int_eq(pipe_send_record(child->to_child, *plane), 0);
 	ck_assert_int_eq(nopfs_read_exact(child->from_child, &ready, 1), NOPFS_OK);
+}
+
+static void child_start(struct child *child, struct peer_plane **plane, struct store *store)
+{
+	child_start_with(child, plane, store, job_secret());
+}
+
+/* Have the child do @command, and report. */
+static struct child_report child_ask(struct child *child, char command)
+{
+	struct child_report report;
+	char report_command = 's';
+
+	ck_assert_int_eq(nopfs_write_all(child->to_child, &command, 1), NOPFS_OK);
+	if (command != report_command)
+		ck_assert_int_eq(nopfs_write_all(child->to_child, &report_command, 1), NOPFS_OK);
+	ck_assert_int_eq(nopfs_read_exact(child->from_child, &report, sizeof(report)), NOPFS_OK);
+	return report;
 }
 
 static void child_kill(struct child *child)
@@ -400,6 +434,76 @@ START_TEST(two_processes_killed_mid_run)
 }
 END_TEST
 
+/* Wait (at most 2 s) until @plane has dropped @count messages; how many it has. */
+static uint64_t wait_dropped(struct peer_plane *plane, uint64_t count)
+{
+	struct peer_stats stats;
+
+	for (int i = 0; i < 200 * SCALE; i++) {
+		peer_plane_stats(plane, &stats);
+		if (stats.dropped >= count)
+			break;
+		usleep(10000);
+	}
+	return stats.dropped;
+}
+
+/*
+ * A plane with another job's secret, in another process: each side drops
+ * what the other sends (requests, notices), serves it nothing and hands on
+ * no notice; the honest side keeps working with the others.
+ */
+START_TEST(wrong_secret_refused)
+{
+	unsigned char other[PEER_SECRET_BYTES], *dest = malloc(sample_sizes[2]);
+	struct peer_plane *plane, *honest;
+	struct child_report report;
+	struct peer_stats stats;
+	struct store store, honest_store;
+	struct child child;
+	nopfs_status status;
+
+	ck_assert_int_eq(peer_secret_generate(other), NOPFS_OK);
+	child_start_with(&child, &plane, &store, other);
+	/* notices both ways: dropped on both sides */
+	ck_assert_uint_eq(peer_plane_notify(plane, 7, 0, "plan", 5), 1);
+	report = child_ask(&child, 'n');
+	ck_assert_uint_ge(wait_dropped(plane, 1), 1);
+	for (int i = 0; i < 200 && report.stats.dropped == 0; i++) {
+		usleep(10000);
+		report = child_ask(&child, 's');
+	}
+	ck_assert_uint_eq(report.stats.dropped, 1);
+	/* its request: dropped here, unanswered, so it times out there */
+	report = child_ask(&child, 'f');
+	ck_assert_uint_eq(report.stats.timeouts, 1);
+	ck_assert_uint_eq(report.stats.requests + report.stats.served, 0);
+	ck_assert_uint_eq(report.notices, 0);
+	ck_assert_uint_eq(wait_dropped(plane, 2), 2);
+	/* ours: no answer either (the connection its timeout closed may fail at once) */
+	status = peer_plane_fetch(plane, 1, 2, dest, sample_sizes[2]);
+	ck_assert(status == NOPFS_ERR_TIMEOUT || status == NOPFS_ERR_IO);
+	peer_plane_stats(plane, &stats);
+	ck_assert_uint_eq(stats.served, 0);
+	ck_assert_uint_eq(atomic_load(&store.served), 0);
+	ck_assert_uint_eq(atomic_load(&store.notices), 0);
+
+	/* the honest side is unaffected: with a plane of its own job, both ways */
+	store_init(&honest_store);
+	honest = plane_start(2, &honest_store, TIMEOUT_MS);
+	connect_to(plane, honest, 2);
+	connect_to(honest, plane, 0);
+	assert_fetched(plane, 2, 2, dest);
+	assert_fetched(honest, 0, 2, dest);
+	peer_plane_destroy(honest);
+	store_fini(&honest_store);
+	child_kill(&child);
+	peer_plane_destroy(plane);
+	store_fini(&store);
+	free(dest);
+}
+END_TEST
+
 void peer_add_failure_tests(Suite *suite)
 {
 	TCase *failures = tcase_create("failures");
@@ -413,6 +517,7 @@ void peer_add_failure_tests(Suite *suite)
 	tcase_add_test(processes, two_processes_get_and_fetch);
 	tcase_add_test(processes, two_processes_stopped_peer_times_out);
 	tcase_add_test(processes, two_processes_killed_mid_run);
+	tcase_add_test(processes, wrong_secret_refused);
 	tcase_set_timeout(processes, 60);
 	suite_add_tcase(suite, processes);
 }

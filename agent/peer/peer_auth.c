@@ -1,0 +1,315 @@
+/*
+ * Authentication of every message of the plane: the job's key, the sender's
+ * nonces, sealing what is sent and opening what is received.
+ *
+ * AES-256-GMAC rather than HMAC-SHA256: a response carries a whole sample
+ * (up to many MB) and is authenticated by its sender and again by its
+ * receiver, on the path of the read. Measured on one core with OpenSSL
+ * (AES-NI, PCLMULQDQ, SHA-NI): GMAC 8.5 GB/s, HMAC-SHA256 1.7 GB/s; with
+ * HMAC a 16 MB fetch would cost ~19 ms of MACs, with GMAC ~4 ms. GMAC needs
+ * nonces that never repeat under one key: (sender node, sequence number),
+ * the sequence starting at random (an agent restarted within the job does
+ * not reuse its old nonces but for odds of 2^-40 and less).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "peer_internal.h"
+
+#define KEY_LABEL      "nopfs data plane: AES-256-GMAC key, version 1"
+#define SEQ_BITS       62
+#define PAYLOAD_NONCE  ((uint64_t)1 << 63)
+#define WINDOW_NODES   (1u << 16) /* senders tracked: more than the nodes of any job */
+#define GMAC_CHUNK     (1u << 30) /* OpenSSL takes int lengths */
+#define DROP_LOG_EVERY 1000000000u
+
+static nopfs_status fill_random(void *buffer, size_t length)
+{
+	unsigned char *at = buffer;
+
+	while (length > 0) {
+		ssize_t got = getrandom(at, length, 0);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			nopfs_error("getrandom: %m");
+			return nopfs_status_from_errno(errno);
+		}
+		at += got;
+		length -= (size_t)got;
+	}
+	return NOPFS_OK;
+}
+
+nopfs_status peer_secret_generate(unsigned char secret[PEER_SECRET_BYTES])
+{
+	return fill_random(secret, PEER_SECRET_BYTES);
+}
+
+/* Add @length bytes at @data to the authenticated data of @ctx. */
+static bool gmac_add(EVP_CIPHER_CTX *ctx, const void *data, size_t length)
+{
+	const unsigned char *at = data;
+	int unused;
+
+	while (length > 0) {
+		int chunk = length > GMAC_CHUNK ? (int)GMAC_CHUNK : (int)length;
+
+		if (EVP_EncryptUpdate(ctx, NULL, &unused, at, chunk) != 1)
+			return false;
+		at += chunk;
+		length -= (size_t)chunk;
+	}
+	return true;
+}
+
+/* The GMAC of @a then @b (either may be empty) under nonce (@node, @seq). */
+static bool gmac(const struct peer_plane *plane, uint32_t node, uint64_t seq, const void *a,
+                 size_t a_length, const void *b, size_t b_length, unsigned char tag[PEER_TAG_BYTES])
+{
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+	unsigned char nonce[12], unused_out[16];
+	int unused;
+	bool ok;
+
+	for (int i = 0; i < 4; i++)
+		nonce[i] = (unsigned char)(node >> (8 * i));
+	for (int i = 0; i < 8; i++)
+		nonce[4 + i] = (unsigned char)(seq >> (8 * i));
+	ok = ctx && EVP_EncryptInit_ex(ctx, plane->gcm, NULL, plane->key, nonce) == 1 &&
+	     gmac_add(ctx, a, a_length) && gmac_add(ctx, b, b_length) &&
+	     EVP_EncryptFinal_ex(ctx, unused_out, &unused) == 1 &&
+	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, PEER_TAG_BYTES, tag) == 1;
+	EVP_CIPHER_CTX_free(ctx);
+	return ok;
+}
+
+/* The tag of a header: everything but the tag itself. */
+static bool header_tag(const struct peer_plane *plane, const void *header, size_t header_length,
+                       unsigned char tag[PEER_TAG_BYTES])
+{
+	const struct peer_auth *auth = header;
+	size_t after = offsetof(struct peer_auth, tag) + PEER_TAG_BYTES;
+
+	return gmac(plane, auth->node, auth->seq, header, offsetof(struct peer_auth, tag),
+	            (const char *)header + after, header_length - after, tag);
+}
+
+static bool payload_tag(const struct peer_plane *plane, const struct peer_auth *auth,
+                        const void *payload, size_t length, unsigned char tag[PEER_TAG_BYTES])
+{
+	return gmac(plane, auth->node, auth->seq | PAYLOAD_NONCE, payload, length, NULL, 0, tag);
+}
+
+nopfs_status peer_auth_init(struct peer_plane *plane)
+{
+	static const unsigned char zero[PEER_SECRET_BYTES];
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int digest_length = 0;
+	uint64_t start[2];
+	nopfs_status status;
+
+	if (CRYPTO_memcmp(plane->config.secret, zero, sizeof(zero)) == 0) {
+		nopfs_error("node %u: the data plane has no secret: refusing to start",
+		            plane->config.node);
+		return NOPFS_ERR_INVALID;
+	}
+	if (!HMAC(EVP_sha256(), plane->config.secret, PEER_SECRET_BYTES,
+	          (const unsigned char *)KEY_LABEL, strlen(KEY_LABEL), digest, &digest_length) ||
+	    digest_length < sizeof(plane->key)) {
+		nopfs_error("node %u: cannot derive the data plane's key", plane->config.node);
+		return NOPFS_ERR_INTERNAL;
+	}
+	memcpy(plane->key, digest, sizeof(plane->key));
+	/* fetched once: an implicit fetch on every message costs a lookup under a lock */
+	plane->gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
+	if (!plane->gcm) {
+		nopfs_error("node %u: OpenSSL has no AES-256-GCM", plane->config.node);
+		return NOPFS_ERR_UNSUPPORTED;
+	}
+	OPENSSL_cleanse(digest, sizeof(digest));
+	OPENSSL_cleanse(plane->config.secret, PEER_SECRET_BYTES);
+	status = fill_random(start, sizeof(start));
+	if (status != NOPFS_OK)
+		return status;
+	atomic_init(&plane->seq, start[0] >> (64 - SEQ_BITS));
+	plane->next_id = start[1] >> 1; /* request ids: not guessable, never wrapping */
+	return NOPFS_OK;
+}
+
+void peer_auth_fini(struct peer_plane *plane)
+{
+	OPENSSL_cleanse(plane->key, sizeof(plane->key));
+	EVP_CIPHER_free(plane->gcm);
+	plane->gcm = NULL;
+	free(plane->windows);
+	plane->windows = NULL;
+	plane->window_slots = 0;
+}
+
+nopfs_status peer_auth_seal(struct peer_plane *plane, enum peer_am_id kind, uint32_t generation,
+                            void *header, size_t header_length, const void *payload, size_t length)
+{
+	struct peer_auth *auth = header;
+
+	*auth = (struct peer_auth){
+		.magic = PEER_MAGIC,
+		.kind = (uint16_t)kind,
+		.node = plane->config.node,
+		.generation = generation,
+		.seq = atomic_fetch_add(&plane->seq, 1),
+		.length = length,
+	};
+	if ((length && !payload_tag(plane, auth, payload, length, auth->payload_tag)) ||
+	    !header_tag(plane, header, header_length, auth->tag)) {
+		nopfs_error("node %u: cannot authenticate a message (OpenSSL)", plane->config.node);
+		return NOPFS_ERR_INTERNAL;
+	}
+	return NOPFS_OK;
+}
+
+/* Log a dropped or refused message, at most once a second. */
+static void note_drop(struct peer_plane *plane, const char *what, uint32_t node)
+{
+	uint64_t now = nopfs_clock_now_ns();
+	uint64_t last = atomic_load(&plane->drop_logged_ns);
+
+	if (now - last < DROP_LOG_EVERY && last != 0)
+		return;
+	if (!atomic_compare_exchange_strong(&plane->drop_logged_ns, &last, now))
+		return;
+	nopfs_warning("node %u: dropped a message claiming to be from node %" PRIu32
+	              ": %s (%" PRIu64 " dropped, %" PRIu64 " refused so far)",
+	              plane->config.node, node, what,
+	              (uint64_t)atomic_load(&plane->counters.dropped),
+	              (uint64_t)atomic_load(&plane->counters.refused));
+}
+
+void peer_auth_reject(struct peer_plane *plane, uint32_t node, const char *what)
+{
+	peer_count(plane, refused, 1);
+	note_drop(plane, what, node);
+}
+
+static bool drop(struct peer_plane *plane, uint32_t node, const char *what)
+{
+	peer_count(plane, dropped, 1);
+	note_drop(plane, what, node);
+	return false;
+}
+
+/* Mark @seq seen in @w; whether it was already. */
+static bool window_mark(struct peer_window *w, uint64_t seq)
+{
+	uint64_t bit = seq % PEER_WINDOW, mask = (uint64_t)1 << (bit % 64);
+	bool seen = w->bits[bit / 64] & mask;
+
+	w->bits[bit / 64] |= mask;
+	return seen;
+}
+
+static void window_clear(struct peer_window *w, uint64_t seq)
+{
+	uint64_t bit = seq % PEER_WINDOW;
+
+	w->bits[bit / 64] &= ~((uint64_t)1 << (bit % 64));
+}
+
+/*
+ * Whether @seq is new among the last PEER_WINDOW numbers @w saw, marking it.
+ * Wide: a sender's threads number messages before they queue them, so they
+ * may arrive somewhat out of order.
+ */
+static bool window_admit_locked(struct peer_window *w, uint64_t seq)
+{
+	if (!w->used || seq > w->top) {
+		if (!w->used || seq - w->top >= PEER_WINDOW)
+			memset(w->bits, 0, sizeof(w->bits));
+		else
+			for (uint64_t s = w->top + 1; s < seq; s++)
+				window_clear(w, s);
+		w->used = true;
+		w->top = seq;
+		window_clear(w, seq);
+	} else if (w->top - seq >= PEER_WINDOW) {
+		return false;
+	}
+	return !window_mark(w, seq);
+}
+
+/* Whether @seq from @node is new, recording it if so (an authenticated node only). */
+static bool window_admit(struct peer_plane *plane, uint32_t node, uint64_t seq)
+{
+	bool fresh = false;
+
+	if (node >= WINDOW_NODES)
+		return false;
+	pthread_mutex_lock(&plane->windows_lock);
+	if (node >= plane->window_slots) {
+		uint32_t slots =
+		        node + 1 > 2 * plane->window_slots ? node + 1 : 2 * plane->window_slots;
+		struct peer_window *grown = realloc(plane->windows, slots * sizeof(*grown));
+
+		if (!grown)
+			goto out;
+		memset(grown + plane->window_slots, 0,
+		       (slots - plane->window_slots) * sizeof(*grown));
+		plane->windows = grown;
+		plane->window_slots = slots;
+	}
+	fresh = window_admit_locked(&plane->windows[node], seq);
+out:
+	pthread_mutex_unlock(&plane->windows_lock);
+	return fresh;
+}
+
+void peer_auth_forget(struct peer_plane *plane, uint32_t node)
+{
+	pthread_mutex_lock(&plane->windows_lock);
+	if (node < plane->window_slots)
+		plane->windows[node] = (struct peer_window){ 0 };
+	pthread_mutex_unlock(&plane->windows_lock);
+}
+
+bool peer_auth_payload(struct peer_plane *plane, const struct peer_auth *auth, const void *payload,
+                       size_t length)
+{
+	unsigned char tag[PEER_TAG_BYTES];
+
+	if (!payload_tag(plane, auth, payload, length, tag) ||
+	    CRYPTO_memcmp(tag, auth->payload_tag, PEER_TAG_BYTES) != 0)
+		return drop(plane, auth->node, "its payload does not authenticate");
+	return true;
+}
+
+bool peer_auth_open(struct peer_plane *plane, enum peer_am_id kind, const void *header,
+                    size_t header_length, const void *payload, size_t length, void *out,
+                    size_t expected)
+{
+	struct peer_auth *auth = out;
+	unsigned char tag[PEER_TAG_BYTES];
+
+	if (header_length != expected)
+		return drop(plane, UINT32_MAX, "a header of the wrong size");
+	memcpy(out, header, expected);
+	if (auth->magic != PEER_MAGIC || auth->kind != kind || auth->length != length)
+		return drop(plane, auth->node, "not a message of this kind and length");
+	if (!header_tag(plane, out, expected, tag) ||
+	    CRYPTO_memcmp(tag, auth->tag, PEER_TAG_BYTES) != 0)
+		return drop(plane, auth->node, "it does not authenticate (another job's key?)");
+	if (payload && length && !peer_auth_payload(plane, auth, payload, length))
+		return false;
+	if (!window_admit(plane, auth->node, auth->seq))
+		return drop(plane, auth->node, "a replayed message");
+	return true;
+}
