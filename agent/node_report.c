@@ -108,13 +108,14 @@ static json_t *peers_json(struct agent *agent)
 	if (!agent->peers)
 		return json_null();
 	peer_plane_stats(agent->peers, &s);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "gets",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "gets",
 	                 (json_int_t)s.gets, "get_bytes", (json_int_t)s.get_bytes, "not_present",
 	                 (json_int_t)s.not_present, "requests", (json_int_t)s.requests,
 	                 "request_bytes", (json_int_t)s.request_bytes, "not_available",
 	                 (json_int_t)s.not_available, "timeouts", (json_int_t)s.timeouts, "errors",
 	                 (json_int_t)s.errors, "served", (json_int_t)s.served, "served_bytes",
-	                 (json_int_t)s.served_bytes);
+	                 (json_int_t)s.served_bytes, "refused", (json_int_t)s.refused,
+	                 "unauthenticated", (json_int_t)s.dropped);
 }
 
 json_t *report_json(struct agent *agent)

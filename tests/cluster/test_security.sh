@@ -12,7 +12,8 @@
 # ignores a NOPFS_SPANK_TASKS of the user's environment; an SSD tier on a
 # directory every node shares gives each node its own files; a second agent
 # of a job on a node refuses to start; the epilog removes the SSD tier
-# directories of killed agents.
+# directories of killed agents; garbage sent to the agents' data-plane
+# ports changes nothing.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 PLUGIN_NEEDS_TORCH=1
@@ -151,6 +152,44 @@ wait_gone "$job" || true
 for _ in $(seq 1 50); do [[ -z $(ls -A "$WORK/listed-ssd") ]] && break; sleep 0.2; done
 [[ -z $(ls -A "$WORK/listed-ssd") ]] ||
 	not_ok "the epilog left the killed agents' SSD tier directories: $(ls -A "$WORK/listed-ssd")"
+
+# 6. The other user sends the agents' data-plane ports garbage and opens
+# connections while a job runs: the job completes with the right bytes.
+cat >"$WORK/job.sh" <<EOF
+#!/bin/bash
+#SBATCH -N3 --ntasks-per-node=2
+srun --nopfs-dataset=$WORK/data --nopfs-seed=9 --nopfs-epochs=2 --nopfs-tiers=ram:16M \\
+	$PYTHON train.py --data $WORK/data --seed 9 --epochs 2 --workers 1 --sleep 0.05 \\
+	--out $WORK/noise-%r.txt
+EOF
+chmod 755 "$WORK/job.sh"
+job=$(cd "$WORK" && "${RUNU[@]}" sbatch --parsable -o "$WORK/noise.out" "$WORK/job.sh")
+job=${job%%;*}
+if wait_agents "$job"; then
+	for node in n1 n2 n3; do
+		# the agents' listening TCP ports (as root: ss names the process)
+		read -r -a ports <<<"$("$NC" exec-node "$node" ss -ltnpH | awk '/nopfs-agent/ {print $4}' | tr '\n' ' ')"
+		((${#ports[@]})) || not_ok "no data-plane port of job $job's agent on $node"
+		# shellcheck disable=SC2016 # expanded by the node's Python
+		"$NC" exec-node-other "$node" "$PYTHON" -c '
+import os, socket, sys
+for address in sys.argv[1:]:
+    host, port = address.rsplit(":", 1)
+    host = "127.0.0.1" if host in ("*", "0.0.0.0", "[::]") else host.strip("[]")
+    for _ in range(20):
+        try:
+            with socket.create_connection((host, int(port)), timeout=2) as s:
+                s.sendall(os.urandom(65536))
+        except OSError:
+            pass
+' "${ports[@]}" || true
+	done
+else
+	not_ok "job $job's agents did not start"
+fi
+wait_gone "$job" || not_ok "job $job did not end"
+"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/noise-*.txt" \
+	--samples 600 --report "$WORK/nopfs-$job.json" --pfs-bound 1.1 || fail=1
 
 # The other user's plants go (as root: they are not the test user's).
 for node in n1 n2 n3; do
