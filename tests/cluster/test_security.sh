@@ -154,7 +154,8 @@ for _ in $(seq 1 50); do [[ -z $(ls -A "$WORK/listed-ssd") ]] && break; sleep 0.
 	not_ok "the epilog left the killed agents' SSD tier directories: $(ls -A "$WORK/listed-ssd")"
 
 # 6. The other user sends the agents' data-plane ports garbage and opens
-# connections while a job runs: the job completes with the right bytes.
+# connections while a job runs: the job completes with the right bytes. (And
+# the agent step's supervisor inherited no descriptor of slurmstepd.)
 cat >"$WORK/job.sh" <<EOF
 #!/bin/bash
 #SBATCH -N3 --ntasks-per-node=2
@@ -166,6 +167,19 @@ chmod 755 "$WORK/job.sh"
 job=$(cd "$WORK" && "${RUNU[@]}" sbatch --parsable -o "$WORK/noise.out" "$WORK/job.sh")
 job=${job%%;*}
 if wait_agents "$job"; then
+	# the agent step's supervisor (started from the batch step's slurmstepd) keeps
+	# stdin, stdout and stderr only: nothing of slurmstepd's
+	supervisors=0
+	for companion in $(pgrep -f "srun --overlap --jobid=$job "); do
+		supervisor=$(ps -o ppid= -p "$companion" | tr -d ' ')
+		# srun's own child: its parent is the companion srun itself
+		tr '\0' ' ' <"/proc/$supervisor/cmdline" 2>/dev/null | grep -q -- "--jobid=$job " && continue
+		supervisors=$((supervisors + 1))
+		fds=$(find "/proc/$supervisor/fd" -mindepth 1 -maxdepth 1 -printf '%f ' 2>/dev/null)
+		[[ $fds == "0 1 2 " ]] ||
+			not_ok "the agent step's supervisor $supervisor holds descriptors $fds"
+	done
+	((supervisors == 1)) || not_ok "found $supervisors supervisors of job $job's agent step"
 	for node in n1 n2 n3; do
 		# the agents' listening TCP ports (as root: ss names the process)
 		read -r -a ports <<<"$("$NC" exec-node "$node" ss -ltnpH | awk '/nopfs-agent/ {print $4}' | tr '\n' ' ')"
