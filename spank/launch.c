@@ -19,11 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
 
+#include "common/private.h"
 #include "companion.h"
 #include "launch.h"
 #include "plugin.h"
@@ -127,7 +127,7 @@ static void wait_for_step(uint32_t job)
 /*
  * The lock of an srun that died before its agent step showed up is stale;
  * the lock of a live one means wait for its step. Only a lock of ours is
- * read at all (see lock_is_ours()).
+ * read at all (nopfs_private_file_is()).
  */
 static bool lock_is_stale(const char *path)
 {
@@ -140,14 +140,6 @@ static bool lock_is_stale(const char *path)
 		pid = 0;
 	fclose(in);
 	return pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
-}
-
-/* Is the lock at @path a regular file of this user (not another's, not a link)? */
-static bool lock_is_ours(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
 }
 
 /*
@@ -191,7 +183,7 @@ static void start_agent_step(uint32_t job, const struct step_layout *layout, cha
 		               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 		if (lock_fd >= 0 || errno != EEXIST)
 			break;
-		if (!lock_is_ours(nopfs_launch.lock)) {
+		if (!nopfs_private_file_is(nopfs_launch.lock, geteuid())) {
 			lock_fd = planted_lock();
 			break;
 		}

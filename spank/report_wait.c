@@ -11,11 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "common/private.h"
 #include "launch.h"
 #include "plugin.h"
 #include "common/clock.h"
@@ -68,9 +68,7 @@ static int run_tool(char **argv)
 /* Is @path a regular file of this user (the report directory may be anyone's)? */
 static bool is_ours(const char *path)
 {
-	struct stat st;
-
-	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid();
+	return nopfs_private_file_is(path, geteuid());
 }
 
 /*

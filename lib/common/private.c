@@ -14,6 +14,13 @@ static int raw_openat(int dirfd, const char *path, int flags, mode_t mode)
 	return (int)syscall(SYS_openat, dirfd, path, flags, mode);
 }
 
+bool nopfs_private_file_is(const char *path, uid_t uid)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid;
+}
+
 bool nopfs_private_dir_is(const struct stat *st, uid_t uid)
 {
 	return S_ISDIR(st->st_mode) && st->st_uid == uid && (st->st_mode & 077) == 0;

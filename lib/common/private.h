@@ -48,6 +48,9 @@ nopfs_status nopfs_private_file_openat(int dirfd, const char *name, int flags, i
 int nopfs_private_dir_open_for(const char *path, uid_t uid);
 int nopfs_private_file_open_for(int dirfd, const char *name, int flags, mode_t mode, uid_t uid);
 
+/* Is @path a regular file of @uid, not reached through a link? (lstat: no open) */
+bool nopfs_private_file_is(const char *path, uid_t uid);
+
 /* Is @st a directory of @uid that only its owner may use? */
 bool nopfs_private_dir_is(const struct stat *st, uid_t uid);
 

@@ -151,8 +151,11 @@ START_TEST(private_to_the_user_given)
 	ck_assert_int_ne(fcntl(fd, F_GETFL) & O_APPEND, 0);
 	ck_assert_int_eq(fcntl(fd, F_GETFL) & O_NONBLOCK, 0);
 	close(fd);
+	ck_assert(nopfs_private_file_is(path, geteuid()));
+	ck_assert(!nopfs_private_file_is(path, geteuid() + 1));
 	snprintf(path, sizeof(path), "%s/theirs/link", work);
 	ck_assert_int_eq(symlink("log", path), 0);
+	ck_assert(!nopfs_private_file_is(path, geteuid()));
 	ck_assert_int_eq(
 	        nopfs_private_file_open_for(AT_FDCWD, path, O_WRONLY | O_CREAT, 0600, geteuid()),
 	        -1);
