@@ -244,7 +244,7 @@ static const char *decode_header(struct catalog_reader *reader, uint64_t *metada
 		return "bad header";
 	if (*metadata > reader->length - CACHE_HEADER)
 		return "truncated";
-	if (metadata_checksum(reader->data, *metadata) != checksum)
+	if (CATALOG_CHECKSUMS && metadata_checksum(reader->data, *metadata) != checksum)
 		return "checksum mismatch";
 	return NULL;
 }
@@ -380,6 +380,10 @@ static bool validate(const struct cache_key *key, const struct catalog_snapshot 
 
 		if (fstatat(root_fd, path, &st, 0) != 0) {
 			snprintf(why, size, "sample '%s' is gone", path);
+			goto out_close;
+		}
+		if ((uint64_t)st.st_size != catalog->sizes[i]) {
+			snprintf(why, size, "sample '%s' is not of the size cached", path);
 			goto out_close;
 		}
 		nopfs_catalog_stamp_from_stat(&st, &stamp);

@@ -235,7 +235,7 @@ static nopfs_status decode_header(struct catalog_reader *reader, uint32_t *flags
 		*reason = "unknown flags";
 	else if (payload != reader->length - CATALOG_HEADER)
 		*reason = "length does not match the header (truncated or padded)";
-	else if (checksum(reader->data, reader->length) != sum)
+	else if (CATALOG_CHECKSUMS && checksum(reader->data, reader->length) != sum)
 		*reason = "checksum mismatch (corrupt)";
 	else
 		return NOPFS_OK;
@@ -278,7 +278,8 @@ static const char *decode_paths(struct catalog_reader *reader, struct nopfs_cata
 	catalog->path_offsets = malloc(catalog->count * sizeof(*catalog->path_offsets));
 	if (!catalog->paths || !catalog->path_offsets)
 		return "out of memory";
-	memcpy(catalog->paths, bytes, length);
+	if (length)
+		memcpy(catalog->paths, bytes, length);
 	catalog->paths_length = length;
 	catalog->paths_capacity = length ? length : 1;
 	for (index = 0; index < catalog->count; index++) {
