@@ -39,7 +39,7 @@ spank_spank_nopfs_la_SOURCES = \
 spank_spank_nopfs_la_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DNOPFS_BINDIR='"$(bindir)"' \
 	-DNOPFS_PRELOAD='"$(libdir)/libnopfs_preload.so"'
-spank_spank_nopfs_la_LDFLAGS = \
+spank_spank_nopfs_la_LDFLAGS = $(AM_LDFLAGS) \
 	-module \
 	-avoid-version \
 	-shared \

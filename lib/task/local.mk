@@ -33,7 +33,7 @@ lib_libnopfs_la_SOURCES = \
 	lib/common/private.h \
 	lib/common/log.c \
 	lib/common/log.h
-lib_libnopfs_la_LDFLAGS = \
+lib_libnopfs_la_LDFLAGS = $(AM_LDFLAGS) \
 	-version-info 0:0:0 \
 	-export-symbols-regex '^(nopfs_client_.*|nopfs_status_string)$$'
 lib_libnopfs_preload_la_SOURCES = \
@@ -57,7 +57,7 @@ lib_libnopfs_preload_la_SOURCES = \
 # open(NULL) must fail with EFAULT as the real one does, whatever glibc's
 # nonnull declarations let the compiler assume.
 lib_libnopfs_preload_la_CFLAGS = $(AM_CFLAGS) -fno-delete-null-pointer-checks
-lib_libnopfs_preload_la_LDFLAGS = \
+lib_libnopfs_preload_la_LDFLAGS = $(AM_LDFLAGS) \
 	-module \
 	-avoid-version \
 	-export-symbols-regex '^(open|open64|openat|openat64|__open_2|__open64_2|__openat_2|__openat64_2|fopen|fopen64|freopen|freopen64)$$'

@@ -100,7 +100,7 @@ tests_lib_task_check_client_SOURCES = \
 tests_lib_task_check_client_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_task_check_client_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_task_check_client_LDADD = lib/libnopfs.la $(UNIT_TEST_LIBS)
-tests_lib_task_check_client_LDFLAGS = -no-install
+tests_lib_task_check_client_LDFLAGS = $(AM_LDFLAGS) -no-install
 
 tests_lib_report_check_report_SOURCES = tests/lib/report/check_report.c
 tests_lib_report_check_report_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
