@@ -49,11 +49,13 @@ static nopfs_status emit_class(struct folder_walk *walk, struct nopfs_catalog *c
 	char *path = NULL;
 	size_t capacity = 0, d, f;
 
-	qsort(walk->dirs, walk->dir_count, sizeof(*walk->dirs), compare_dirs);
+	if (walk->dir_count)
+		qsort(walk->dirs, walk->dir_count, sizeof(*walk->dirs), compare_dirs);
 	for (d = 0; !status && d < walk->dir_count; d++) {
 		struct folder_dir *dir = &walk->dirs[d];
 
-		qsort(dir->files, dir->file_count, sizeof(*dir->files), compare_files);
+		if (dir->file_count)
+			qsort(dir->files, dir->file_count, sizeof(*dir->files), compare_files);
 		for (f = 0; !status && f < dir->file_count; f++) {
 			size_t length = strlen(dir->path) + strlen(dir->files[f].name) + 2;
 
@@ -113,7 +115,8 @@ static nopfs_status find_classes(struct folder_walk *walk, DIR *root, struct nam
 		nopfs_error("cannot read dataset root '%s': %s", walk->prefix, strerror(err));
 		return nopfs_status_from_errno(err);
 	}
-	qsort(classes->names, classes->count, sizeof(*classes->names), compare_names);
+	if (classes->count)
+		qsort(classes->names, classes->count, sizeof(*classes->names), compare_names);
 	return NOPFS_OK;
 }
 

@@ -132,7 +132,7 @@ nopfs_status nopfs_candidates_collect(const struct nopfs_placement *p,
 			status = NOPFS_ERR_NOMEM;
 	}
 	for (uint64_t t = 0, at = 0; t < threads; t++) {
-		if (all)
+		if (all && jobs[t].count)
 			memcpy(all + at, jobs[t].found, jobs[t].count * sizeof(*all));
 		at += jobs[t].count;
 		free(jobs[t].found);

@@ -216,6 +216,7 @@ START_TEST(interim_reports_wait_for_the_last)
 	pthread_t writer;
 	uint64_t started;
 	json_t *merged;
+	char *problems;
 
 	agent.options.merge_wait = 2;
 	agent.options.drop_node_reports = true;
@@ -230,9 +231,10 @@ START_TEST(interim_reports_wait_for_the_last)
 	/* node 1's last report, node 2's interim one, named as such */
 	ck_assert_int_eq(json_integer_value(json_object_get(merged, "pfs_bytes")),
 	                 1000 + 2000 + 700);
-	ck_assert_msg(strstr(json_dumps(json_object_get(merged, "problems"), 0),
-	                     "node 2: only an interim report"),
-	              "%s", json_dumps(json_object_get(merged, "problems"), 0));
+	problems = json_dumps(json_object_get(merged, "problems"), 0);
+	ck_assert_ptr_nonnull(problems);
+	ck_assert_msg(strstr(problems, "node 2: only an interim report"), "%s", problems);
+	free(problems);
 	json_decref(merged);
 	/* --drop-node-reports: the merged node reports are gone */
 	for (int n = 1; n <= 2; n++) {

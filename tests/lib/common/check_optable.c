@@ -56,11 +56,12 @@ static const struct nopfs_optable table = {
 /* Parse the NULL-terminated @args after a program name into @toy. */
 static nopfs_status parse(struct toy *toy, int *operands, const char *const *args)
 {
-	char *argv[16] = { "toy" };
+	char *argv[32] = { "toy" };
 	int argc = 1;
 
-	while (*args)
+	while (*args && argc < 31)
 		argv[argc++] = (char *)*args++;
+	ck_assert_ptr_null(*args); /* room for every argument, and the NULL after them */
 	*toy = (struct toy){ .shuffle = true };
 	log_capture_start();
 	return nopfs_optable_parse(&table, argc, argv, toy, operands);
