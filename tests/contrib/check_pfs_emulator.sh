@@ -6,6 +6,9 @@
 # statistics of reads and writes; every bad option named.
 # Needs root and /dev/fuse (77: skipped otherwise).
 set -u
+# A sanitizer build preloads its runtime into scripts: the emulator is
+# instrumented itself, and the system tools this runs are better without it.
+unset LD_PRELOAD
 umask 022
 pfs="${top_builddir:-.}/contrib/pfs-emulator/nopfs-pfs"
 python="${NOPFS_PYTHON:-python3}"

@@ -18,6 +18,9 @@ TOP_BUILDDIR = os.path.abspath(os.environ.get("top_builddir", "."))
 AGENT = os.path.join(TOP_BUILDDIR, "nopfs-agent")
 REPORT = os.path.join(TOP_BUILDDIR, "nopfs-report")
 PRELOAD = os.path.join(TOP_BUILDDIR, "lib", ".libs", "libnopfs_preload.so")
+# A sanitizer build: the instrumented interposer loads after the runtime.
+if os.environ.get("NOPFS_SANITIZER_RUNTIME"):
+    PRELOAD = os.environ["NOPFS_SANITIZER_RUNTIME"] + ":" + PRELOAD
 TRAIN = os.path.join(TOP_SRCDIR, "tests", "agent", "system", "train_script.py")
 MAKE_DATASET = os.path.join(TOP_SRCDIR, "contrib", "make-dataset")
 PYTHON = os.environ.get("NOPFS_PYTHON", "/usr/bin/python3")

@@ -17,6 +17,8 @@ fake_agent=$builddir/tests/helpers/fake_agent
 for f in "$preload" "$probe" "$fake_agent"; do
 	[ -e "$f" ] || { echo "missing $f (make check builds it)" >&2; exit 99; }
 done
+# a sanitizer build: the instrumented interposer loads after the runtime
+preload=${NOPFS_SANITIZER_RUNTIME:+$NOPFS_SANITIZER_RUNTIME:}$preload
 
 work=$(mktemp -d /tmp/nopfs-preload-XXXXXX) || exit 99
 agent_pid=
