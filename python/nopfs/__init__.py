@@ -6,18 +6,15 @@ API (libnopfs), or from the files when there is no agent.
 
 nopfs.report: load and summarise the job reports the agents write.
 """
+import importlib
 
 __all__ = ["Dataset", "report"]
 
 
 def __getattr__(name):
-    # Dataset needs torch; nopfs.report does not: import it on first use.
+    # Dataset needs torch; nopfs.report does not: each is imported on first use.
     if name == "Dataset":
-        from .dataset import Dataset
-
-        return Dataset
+        return importlib.import_module(".dataset", __name__).Dataset
     if name == "report":
-        from . import report
-
-        return report
+        return importlib.import_module(".report", __name__)
     raise AttributeError(f"module 'nopfs' has no attribute '{name}'")

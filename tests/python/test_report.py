@@ -54,6 +54,12 @@ def refused(name, data, words):
 
 
 try:
+    lazy = subprocess.run([sys.executable, "-c", "import nopfs, sys; nopfs.report.load; "
+                           "assert 'torch' not in sys.modules; nopfs.foo"],
+                          capture_output=True, text=True)
+    assert lazy.returncode == 1 and lazy.stderr.strip().endswith(
+        "AttributeError: module 'nopfs' has no attribute 'foo'"), lazy.stderr[-2000:]
+    print("ok - import nopfs: nopfs.report without torch; an unknown name is an AttributeError")
     good = nopfs.report.load(write("good.json", GOOD))
     assert good.job_id == "42" and good.vs_naive == 0.35 and good.complete
     assert good.delivered_by_source()["peer"] == 80 and good.delivered_share("ram") == 200 / 300
