@@ -94,6 +94,8 @@ def main():
         assert len(dataset) == 400 and dataset.classes == sorted(os.listdir(ws.data))
         for rank, context in ((0, "fork"), (1, "spawn")):
             ds = nopfs.Dataset(ws.data, rank=rank)
+            # Used (connected) in this process first: the workers connect anew.
+            assert ds[1][1] == expected[1][1] and sum(ds.sources.values()) == 1, ds.sources
             sources = run_epochs(ds, rank, 2, 5, 2, context, expected)
             assert sources.get("file", 0) == 0 and from_api(sources) == 400, \
                 f"rank {rank} ({context} workers): {sources}"
