@@ -1,5 +1,5 @@
 # tests/: mirrors the source tree (tests/lib, tests/agent, tests/spank,
-# tests/tools, tests/benchmarks, tests/contrib); tests/cluster runs the whole
+# tests/tools, tests/benchmarks, tests/contrib, tests/python); tests/cluster runs the whole
 # on the test cluster; tests/helpers holds what several tests share.
 
 TEST_EXTENSIONS = .py .sh

@@ -1,6 +1,6 @@
 # tests/cluster: the real thing on the test cluster (contrib/cluster), one
 # test at a time: srun, sbatch, PMIx, several nodes, clean-up, the quick
-# end-to-end benchmark.
+# end-to-end benchmark, the examples of contrib/examples.
 
 check_PROGRAMS += tests/cluster/pmix_probe
 tests_cluster_pmix_probe_SOURCES = \
@@ -21,7 +21,8 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_replan.sh \
 	tests/cluster/test_spank_cleanup.sh \
 	tests/cluster/test_security.sh \
-	tests/cluster/test_e2e_quick.sh
+	tests/cluster/test_e2e_quick.sh \
+	tests/cluster/test_examples.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += \
 	$(CLUSTER_TESTS) \
@@ -40,3 +41,4 @@ tests/cluster/test_spank_sbatch.log: tests/cluster/test_spank_srun.log
 tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_e2e_quick.log: tests/cluster/test_security.log
+tests/cluster/test_examples.log: tests/cluster/test_e2e_quick.log

@@ -1,0 +1,127 @@
+#!/bin/bash
+# contrib/examples on the test cluster, as a user would run them:
+# plan-before-job.sh (nopfs-plan, then it submits ddp-unchanged.sbatch: the
+# unchanged PyTorch DDP script under the interposer; a plan that would read
+# the PFS too often is not submitted), ddp-dataset.sbatch (the DDP script
+# with nopfs.Dataset, spawned DataLoader workers, no interposer) and
+# mpi.sbatch (the C/MPI program, when built). Every sample's bytes are
+# checked against the files (SHA-256 per sample for the DDP scripts, sizes
+# and checksums for the MPI ranks), and each job report against the reads.
+# Exit: 0 pass, 1 fail, 77 skip.
+set -euo pipefail
+PLUGIN_NEEDS_TORCH=1
+# shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
+. "$(dirname "$0")/plugin_test_lib.sh"
+job_dataset 300 3
+EX=$WORK/examples
+cp -r "$SRCDIR/contrib/examples" "$EX"
+have_mpi=0
+if [[ -x $BUILDDIR/benchmarks/e2e/train_mpi ]]; then
+	cp "$BUILDDIR/benchmarks/e2e/train_mpi" "$EX/"
+	have_mpi=1
+fi
+chmod -R a+rX "$EX"
+export PATH=$PLUGIN_BIN:$PATH PYTHON
+fail=0
+
+# wait_report FILE: the job report, written at the job's end (10 s at most)
+wait_report() {
+	for _ in $(seq 1 100); do [[ -e $1 ]] && return 0; sleep 0.1; done
+	echo "not ok - no job report at $1"
+	return 1
+}
+
+# 1. The planner, then the unchanged DDP script. A plan that would read the
+# PFS more than MAX_PFS times is not submitted.
+if out=$(cd "$EX" && timeout 60 "${RUNU[@]}" env DATA="$WORK/data" TIERS=ram:1M \
+	./plan-before-job.sh 2>&1); then
+	echo "not ok - plan-before-job.sh submitted a job whose tiers hold 3 MB of 30: $out"
+	fail=1
+elif grep -q "not submitted" <<<"$out" && ! grep -q "Submitted batch job" <<<"$out"; then
+	echo "ok - plan-before-job.sh: tiers too small for the dataset: not submitted"
+else
+	echo "not ok - plan-before-job.sh with tiers too small: $out"
+	fail=1
+fi
+(cd "$EX" && timeout -k 5 300 "${RUNU[@]}" env DATA="$WORK/data" EPOCHS=2 SEED=7 \
+	TIERS=ram:16M REPORT="$WORK/ddp.json" DIGESTS="$WORK/ddp-%r.txt" \
+	./plan-before-job.sh --wait -o "$WORK/ddp.out" >"$WORK/plan.out" 2>&1) || true
+cat "$WORK/plan.out" "$WORK/ddp.out" 2>/dev/null || true
+if grep -q "^owner-first" "$WORK/plan.out" && grep -q "Submitted batch job" "$WORK/plan.out" &&
+	grep -q "^epoch 1: mean loss" "$WORK/ddp.out"; then
+	echo "ok - plan-before-job.sh printed the plan and submitted ddp-unchanged.sbatch, which trained 2 epochs"
+else
+	echo "not ok - plan-before-job.sh + ddp-unchanged.sbatch"
+	fail=1
+fi
+if wait_report "$WORK/ddp.json"; then
+	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
+		--outs "$WORK/ddp-*.txt" --samples 600 --report "$WORK/ddp.json" || fail=1
+else
+	fail=1
+fi
+
+# 2. The DDP script with nopfs.Dataset, spawned workers, no interposer: every
+# sample the agents delivered went through libnopfs.
+(cd "$EX" && timeout -k 5 300 "${RUNU[@]}" env DATA="$WORK/data" EPOCHS=2 SEED=3 \
+	WORKER_START=spawn REPORT="$WORK/dataset.json" DIGESTS="$WORK/dataset-%r.txt" \
+	PYTHONPATH="$PLUGIN_PREFIX/python" \
+	sbatch --wait -o "$WORK/dataset.out" --export=ALL ddp-dataset.sbatch >/dev/null 2>&1) || true
+cat "$WORK/dataset.out" 2>/dev/null || true
+if grep -q "^epoch 1: mean loss" "$WORK/dataset.out" && ! grep -q "nopfs.Dataset\[" "$WORK/dataset.out"; then
+	echo "ok - ddp-dataset.sbatch trained 2 epochs with nopfs.Dataset (spawned workers), no warning"
+else
+	echo "not ok - ddp-dataset.sbatch"
+	fail=1
+fi
+if wait_report "$WORK/dataset.json"; then
+	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
+		--outs "$WORK/dataset-*.txt" --samples 600 --report "$WORK/dataset.json" || fail=1
+	PYTHONPATH=$PLUGIN_PREFIX/python "$PYTHON" -m nopfs.report "$WORK/dataset.json" | sed 's/^/# /'
+else
+	fail=1
+fi
+
+# 3. The C/MPI program under the interposer.
+if ((have_mpi)); then
+	(cd "$EX" && timeout -k 5 300 "${RUNU[@]}" env DATA="$WORK/data" EPOCHS=2 SEED=5 \
+		REPORT="$WORK/mpi.json" TRACE="$WORK/mpi-%r.txt" OMPI_MCA_btl=self,tcp \
+		OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0 \
+		sbatch --wait -o "$WORK/mpi.out" --export=ALL mpi.sbatch >/dev/null 2>&1) || true
+	cat "$WORK/mpi.out" 2>/dev/null || true
+	if wait_report "$WORK/mpi.json" && "$PYTHON" - "$WORK" <<'PY'; then
+import glob, json, os, re, sys
+from torchvision.datasets import ImageFolder
+work = sys.argv[1]
+paths = [p for p, _ in ImageFolder(os.path.join(work, "data"), loader=lambda p: p,
+                                  is_valid_file=lambda p: p.endswith(".JPEG")).samples]
+def checksum(path):
+    data = open(path, "rb").read()
+    return int.from_bytes(data[:8], "little") ^ int.from_bytes(data[-8:], "little")
+out = open(os.path.join(work, "mpi.out")).read()
+world, per_rank, checked = 6, (len(paths) + 5) // 6, 0
+for rank in range(world):
+    lines = [l.split() for l in open(os.path.join(work, f"mpi-{rank}.txt"))]
+    assert len(lines) == 2 * per_rank, f"rank {rank}: {len(lines)} samples read"
+    for epoch, index, size in lines:
+        assert int(size) == os.path.getsize(paths[int(index)]), f"rank {rank} sample {index}"
+    want = sum(checksum(paths[int(i)]) for _, i, _ in lines) & ((1 << 64) - 1)
+    end = re.search(rf"^train_mpi: rank {rank}/{world}: .* \(files, checksum ([0-9a-f]{{16}})\)$",
+                    out, re.M)
+    assert end and int(end.group(1), 16) == want, f"rank {rank}: checksum"
+    checked += len(lines)
+report = json.load(open(os.path.join(work, "mpi.json")))
+assert report["nodes_missing"] == [] and report["delivered_total"]["samples"] == checked, (
+    report["delivered_total"], report["problems"])
+print(f"ok - mpi.sbatch: 6 MPI ranks read {checked} samples with the files' sizes and "
+      f"checksums, all delivered by the agents; PFS {report['vs_dataset']:.2f} x S")
+PY
+		:
+	else
+		echo "not ok - mpi.sbatch"
+		fail=1
+	fi
+else
+	echo "# no benchmarks/e2e/train_mpi (configure found no MPI): mpi.sbatch not run"
+fi
+exit "$fail"
