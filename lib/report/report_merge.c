@@ -34,7 +34,7 @@ struct node_figures {
 	const json_t *fallbacks;
 	uint64_t mismatched;
 	const char *diagnosis; /* NULL: none */
-	uint64_t peer_timeouts, peer_errors, watch_overflows;
+	uint64_t peer_timeouts, peer_errors, peer_refused, peer_unauthenticated, watch_overflows;
 	bool interim; /* written while the agent still ran ("final": false) */
 	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
 	uint64_t plan, replans;
@@ -109,6 +109,8 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 	report_optional_uint(keys, "stream.mismatched_requests", &f->mismatched);
 	report_optional_uint(keys, "peers.timeouts", &f->peer_timeouts);
 	report_optional_uint(keys, "peers.errors", &f->peer_errors);
+	report_optional_uint(keys, "peers.refused", &f->peer_refused);
+	report_optional_uint(keys, "peers.unauthenticated", &f->peer_unauthenticated);
 	report_optional_uint(keys, "connections.watch_overflows", &f->watch_overflows);
 	f->diagnosis = json_is_string(diagnosis) ? json_string_value(diagnosis) : NULL;
 	f->interim = json_is_false(report_get(keys->report, "final"));
@@ -314,6 +316,14 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            "node %" PRIu32 ": reads from other nodes: %" PRIu64
 			            " timeouts, %" PRIu64 " errors",
 			            n->node, n->peer_timeouts, n->peer_errors);
+		if (n->peer_refused || n->peer_unauthenticated)
+			add_problem(
+			        problems,
+			        "node %" PRIu32 ": data-plane messages dropped: %" PRIu64
+			        " that did not authenticate with the job's key (another job, or "
+			        "someone else on the network), %" PRIu64
+			        " authenticated but refused (malformed or out of bounds)",
+			        n->node, n->peer_unauthenticated, n->peer_refused);
 		if (n->interim)
 			add_problem(problems,
 			            "node %" PRIu32 ": only an interim report (its agent did not "

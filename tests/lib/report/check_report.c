@@ -361,6 +361,8 @@ START_TEST(health_problems)
 	json_object_set_new(json_object_get(nodes[1], "stream"), "diagnosis",
 	                    json_string("they follow seed 0"));
 	json_object_set_new(json_object_get(nodes[0], "peers"), "timeouts", json_integer(2));
+	json_object_set_new(json_object_get(nodes[0], "peers"), "unauthenticated", json_integer(9));
+	json_object_set_new(json_object_get(nodes[0], "peers"), "refused", json_integer(1));
 	json_object_set_new(json_object_get(nodes[0], "connections"), "watch_overflows",
 	                    json_integer(5));
 	/* A node without peers reports null there. */
@@ -375,7 +377,10 @@ START_TEST(health_problems)
 	                              "follow seed 0"));
 	ck_assert(has_problem(merged, "node 0: reads from other nodes: 2 timeouts, 0 errors"));
 	ck_assert(has_problem(merged, "node 0: the stage directory watch overflowed 5 times"));
-	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 5);
+	ck_assert(has_problem(merged, "node 0: data-plane messages dropped: 9 that did not "
+	                              "authenticate with the job's key"));
+	ck_assert(has_problem(merged, "1 authenticated but refused (malformed or out of bounds)"));
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 6);
 	json_decref(merged);
 	json_decref(nodes[0]);
 	json_decref(nodes[1]);
