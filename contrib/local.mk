@@ -19,3 +19,7 @@ contrib/plugstack.conf.d/nopfs.conf: contrib/plugstack.conf.d/nopfs.conf.in Make
 	sed -e 's|@SPANK_PLUGIN_DIR[@]|$(spankdir)|g' \
 		$(srcdir)/contrib/plugstack.conf.d/nopfs.conf.in >$@.tmp && \
 	mv -f $@.tmp $@
+
+# The RPM spec (configure writes the version in); shipped generated, so that
+# rpmbuild -tb finds it in the tarball.
+EXTRA_DIST += contrib/rpm/nopfs.spec.in contrib/rpm/nopfs.spec

@@ -58,7 +58,7 @@ if [[ $plugin == /*/spank_nopfs.so && -f $dest$plugin ]]; then
 else
 	not_ok "the example names '$plugin', which is not installed"
 fi
-if nm -D --defined-only "$dest$plugin" | grep -qw slurm_spank_init; then
+if grep -qw slurm_spank_init <<<"$(nm -D --defined-only "$dest$plugin")"; then
 	ok "the installed plugin defines slurm_spank_init"
 else
 	not_ok "the installed plugin does not define slurm_spank_init"
