@@ -1,7 +1,11 @@
-# docs/: the documentation pages, shipped in the distribution.
+# docs/: the documentation pages, shipped in the distribution and installed
+# in DOCDIR with the README.
 
-EXTRA_DIST += docs/architecture.md
-EXTRA_DIST += docs/task-contract.md
-EXTRA_DIST += docs/protocols.md
-EXTRA_DIST += docs/admin.md
-EXTRA_DIST += docs/security.md
+dist_doc_DATA = \
+	README.md \
+	docs/admin-guide.md \
+	docs/user-guide.md \
+	docs/architecture.md \
+	docs/task-contract.md \
+	docs/protocols.md \
+	docs/security.md

@@ -39,8 +39,10 @@ nopfs_sim_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 nopfs_sim_LDADD = lib/libnopfs_core.la $(JANSSON_LIBS) -lm
 
 dist_noinst_SCRIPTS += benchmarks/sim/run-paper.sh
-EXTRA_DIST += \
-	benchmarks/sim/README.md \
+EXTRA_DIST += benchmarks/sim/README.md
+# the what-if inputs, installed as examples (nopfs-sim(1))
+simexampledir = $(docdir)/examples/sim
+dist_simexample_DATA = \
 	benchmarks/sim/examples/imagenet-1k-16-nodes.json \
 	benchmarks/sim/examples/imagenet-22k-lassen.json \
 	benchmarks/sim/examples/small-cluster-no-ssd.json

@@ -65,3 +65,8 @@ nopfsincludedir = $(includedir)/nopfs
 nopfsinclude_HEADERS = \
 	lib/task/nopfs.h \
 	lib/common/status.h
+
+# pkg-config --cflags --libs nopfs: the C API
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = nopfs.pc
+EXTRA_DIST += nopfs.pc.in

@@ -22,7 +22,8 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_cleanup.sh \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_e2e_quick.sh \
-	tests/cluster/test_examples.sh
+	tests/cluster/test_examples.sh \
+	tests/cluster/test_installed.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += \
 	$(CLUSTER_TESTS) \
@@ -42,3 +43,4 @@ tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_e2e_quick.log: tests/cluster/test_security.log
 tests/cluster/test_examples.log: tests/cluster/test_e2e_quick.log
+tests/cluster/test_installed.log: tests/cluster/test_examples.log

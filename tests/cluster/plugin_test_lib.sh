@@ -1,6 +1,7 @@
 # Shared by the plugin's cluster tests (sourced instead of cluster_test_lib.sh):
 # the cluster runs spank_nopfs.so from this build, with nopfs installed on
-# the PFS (bindir, preload) where every node and the submit host see it.
+# the PFS (bindir, preload) where every node and the submit host see it; or
+# an installed nopfs (NOPFS_INSTALLED_PREFIX, or PLUGIN_INSTALLED=1: see below).
 # Sets PYTHON, PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh
 # sets, and UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory.
 # Defines job_dataset, run_batch, wait_gone, wait_agents, nothing_left and
@@ -17,18 +18,38 @@ fi
 
 PLUGIN_STATE=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}
 PLUGIN_PREFIX=$PLUGIN_STATE/pfs/nopfs
-export NOPFS_SPANK_PLUGIN=${top_builddir:-$(dirname "$0")/../..}/spank/.libs/spank_nopfs.so
-export NOPFS_SPANK_ARGS="bindir=$PLUGIN_PREFIX/bin preload=$PLUGIN_PREFIX/lib/libnopfs_preload.so \
-ready_timeout=60 report_wait=20 ${PLUGIN_EXTRA_ARGS:-}"
-NOPFS_SPANK_PLUGIN=$(cd "$(dirname "$NOPFS_SPANK_PLUGIN")" && pwd)/spank_nopfs.so
+PLUGIN_ARGS="ready_timeout=60 report_wait=20 ${PLUGIN_EXTRA_ARGS:-}"
+# Where nopfs comes from: this build (the plugin from spank/.libs, the agent,
+# report tool and interposer copied onto the PFS by install-nopfs); an
+# installed tree (NOPFS_INSTALLED_PREFIX, read by nopfs-cluster up); or, when
+# the test sets PLUGIN_INSTALLED=1, this build's "make install DESTDIR=" onto
+# the PFS (PLUGIN_DESTDIR, in WORK), then run as installed.
+if [[ -n ${NOPFS_INSTALLED_PREFIX:-} || ${PLUGIN_INSTALLED:-0} == 1 ]]; then
+	export NOPFS_SPANK_ARGS=$PLUGIN_ARGS
+else
+	export NOPFS_SPANK_PLUGIN=${top_builddir:-$(dirname "$0")/../..}/spank/.libs/spank_nopfs.so
+	export NOPFS_SPANK_ARGS="bindir=$PLUGIN_PREFIX/bin preload=$PLUGIN_PREFIX/lib/libnopfs_preload.so $PLUGIN_ARGS"
+	NOPFS_SPANK_PLUGIN=$(cd "$(dirname "$NOPFS_SPANK_PLUGIN")" && pwd)/spank_nopfs.so
+fi
 
 # shellcheck source-path=SCRIPTDIR source=cluster_test_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster_test_lib.sh"
+if [[ ${PLUGIN_INSTALLED:-0} == 1 && -z ${NOPFS_INSTALLED_PREFIX:-} ]]; then
+	PLUGIN_DESTDIR=$WORK/installed # removed at exit with WORK
+	(umask 022 && make -s -C "$BUILDDIR" install DESTDIR="$PLUGIN_DESTDIR") >"$WORK/install.log" 2>&1 ||
+		{ cat "$WORK/install.log"; echo "not ok - make install DESTDIR=$PLUGIN_DESTDIR failed"; exit 1; }
+	NOPFS_INSTALLED_PREFIX=$PLUGIN_DESTDIR$(sed -n 's/^prefix = //p' "$BUILDDIR/Makefile")
+	export NOPFS_INSTALLED_PREFIX
+fi
 # up again: a no-op when the cluster already runs this plugin and arguments
 "$NC" up --nodes 3 >/dev/null
 
-PLUGIN_BIN=$PLUGIN_PREFIX/bin
-"$SRCDIR/contrib/cluster/install-nopfs" "$BUILDDIR" "$PLUGIN_PREFIX"
+if [[ -n ${NOPFS_INSTALLED_PREFIX:-} ]]; then
+	PLUGIN_BIN=$NOPFS_INSTALLED_PREFIX/bin
+else
+	PLUGIN_BIN=$PLUGIN_PREFIX/bin
+	"$SRCDIR/contrib/cluster/install-nopfs" "$BUILDDIR" "$PLUGIN_PREFIX"
+fi
 export UCX_TLS=tcp
 
 # wait_gone JOB: until JOB has left the queue (120 s at most)
