@@ -112,12 +112,13 @@ def main():
         agent = subprocess.Popen([sys.argv[2], "--socket", socket, "--copies", copies,
                                   "--samples", str(SAMPLES)], stdout=subprocess.DEVNULL)
         try:
+            # the socket exists once bound, and takes connections once listening
+            client = ctypes.c_void_p()
             for _ in range(100):
-                if os.path.exists(socket):
+                status = lib.nopfs_client_connect(socket.encode(), 0, ctypes.byref(client))
+                if status == 0:
                     break
                 time.sleep(0.05)
-            client = ctypes.c_void_p()
-            status = lib.nopfs_client_connect(socket.encode(), 0, ctypes.byref(client))
             assert status == 0, lib.nopfs_status_string(status)
             assert lib.nopfs_client_sample_count(client) == SAMPLES
 
