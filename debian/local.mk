@@ -7,5 +7,6 @@ EXTRA_DIST += \
 	debian/copyright \
 	debian/nopfs.install \
 	debian/nopfs-dev.install \
+	debian/not-installed \
 	debian/rules \
 	debian/source/format
