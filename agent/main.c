@@ -22,6 +22,8 @@
 #include "common/log.h"
 #include "common/private.h"
 #include "pfs.h"
+#include "tier/limits.h"
+#include "common/units.h"
 #include "task/runtime.h"
 #include "common/clock.h"
 
@@ -169,17 +171,51 @@ static void remove_stage_dir(const char *path)
  */
 
 /* Tier capacities of this node: ram:N% is a share of its memory. */
+/*
+ * The node's tier capacities for the plan. ram:N% is a share of the memory
+ * the job may use (its cgroup's limit when lower than the node's memory).
+ * RAM tiers live in the stage directory's file system (/dev/shm): they are
+ * shrunk to fit in 90% of its free room, the rest left to staged copies and
+ * rings, rather than failing there later (they are reserved when created).
+ */
 static void resolve_tiers(struct agent *agent)
 {
 	const struct nopfs_tier_list *specs = &agent->options.tiers;
-	double memory = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+	uint64_t physical = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t free_bytes = tier_free_bytes(agent->options.stage_dir), room, ram = 0;
+	char why[PATH_MAX + 32], a[32], b[32];
+	uint64_t memory = tier_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup", physical, why,
+	                                    sizeof(why));
 
+	room = free_bytes == UINT64_MAX ? UINT64_MAX : free_bytes / 10 * 9;
 	agent->node_tiers.count = specs->count;
-	for (unsigned int t = 0; t < specs->count; t++)
-		agent->node_tiers.capacity[t] =
-		        specs->tier[t].is_percent
-		                ? (uint64_t)(memory * specs->tier[t].percent / 100)
-		                : specs->tier[t].capacity;
+	for (unsigned int t = 0; t < specs->count; t++) {
+		uint64_t *capacity = &agent->node_tiers.capacity[t];
+
+		*capacity = specs->tier[t].is_percent
+		                    ? (uint64_t)((double)memory * specs->tier[t].percent / 100)
+		                    : specs->tier[t].capacity;
+		if (specs->tier[t].is_percent && memory < physical)
+			nopfs_info("tier %u: %g%% of the job's memory limit (%s, %s), not of the "
+			           "node's %s",
+			           t, specs->tier[t].percent,
+			           nopfs_format_size(memory, a, sizeof(a)), why,
+			           nopfs_format_size(physical, b, sizeof(b)));
+		if (specs->tier[t].kind != NOPFS_TIER_RAM)
+			continue;
+		if (ram + *capacity > room) {
+			uint64_t fits = room > ram ? room - ram : 0;
+
+			nopfs_warning("ram tier %u: the stage directory '%s' has %s free; the tier "
+			              "shrinks from %s to %s",
+			              t, agent->options.stage_dir,
+			              nopfs_format_size(free_bytes, a, sizeof(a)),
+			              nopfs_format_size(*capacity, b, sizeof(b)),
+			              nopfs_format_size(fits, why, sizeof(why)));
+			*capacity = fits;
+		}
+		ram += *capacity;
+	}
 }
 
 /* Measure the tiers and the PFS on a spread of the dataset's files. */

@@ -38,7 +38,9 @@ nopfs_status stage_ring_create(struct stage_ring *ring, const char *directory, u
 	}
 	ring->own = calloc(slots, sizeof(*ring->own));
 	ring->fd = open(ring->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (!ring->own || ring->fd < 0 || ftruncate(ring->fd, (off_t)ring->bytes) != 0) {
+	/* reserved: a ring written through its mapping must not meet a full /dev/shm (SIGBUS) */
+	if (!ring->own || ring->fd < 0 || ftruncate(ring->fd, (off_t)ring->bytes) != 0 ||
+	    fallocate(ring->fd, 0, 0, (off_t)ring->bytes) != 0) {
 		status = ring->own ? nopfs_status_from_errno(errno) : NOPFS_ERR_NOMEM;
 		nopfs_error("cannot create the staging ring '%s' of %zu bytes: %m", ring->path,
 		            ring->bytes);

@@ -230,6 +230,20 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 		            tier->bytes);
 		return status;
 	}
+	/*
+	 * A RAM tier is a tmpfs file written through a mapping: pages taken by
+	 * someone else before ours are written would be SIGBUS, not an error.
+	 * So they are ours from the start.
+	 */
+	if (tier->kind == NOPFS_TIER_RAM && tier->bytes > 0 &&
+	    fallocate(tier->fd, 0, 0, (off_t)tier->bytes) != 0) {
+		char size[32];
+
+		status = nopfs_status_from_errno(errno);
+		nopfs_error("ram tier: cannot reserve %s for '%s': %m",
+		            nopfs_format_size(tier->bytes, size, sizeof(size)), tier->path);
+		return status;
+	}
 	if (tier->kind == NOPFS_TIER_RAM && tier->bytes > 0) {
 		tier->base =
 		        mmap(NULL, tier->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, tier->fd, 0);

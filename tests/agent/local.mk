@@ -4,6 +4,7 @@
 
 check_PROGRAMS += \
 	tests/agent/check_options \
+	tests/agent/tier/check_limits \
 	tests/agent/check_job_report \
 	tests/agent/probe/check_probe \
 	tests/agent/peer/check_peer
@@ -14,6 +15,13 @@ tests_agent_check_options_SOURCES = \
 tests_agent_check_options_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_options_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_agent_check_options_LDADD = lib/libnopfs_core.la $(UNIT_TEST_LIBS)
+
+tests_agent_tier_check_limits_SOURCES = \
+	tests/agent/tier/check_limits.c \
+	agent/tier/limits.c
+tests_agent_tier_check_limits_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_tier_check_limits_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_agent_tier_check_limits_LDADD = $(UNIT_TEST_LIBS)
 
 tests_agent_check_job_report_SOURCES = \
 	tests/agent/check_job_report.c \
@@ -36,6 +44,7 @@ tests_agent_peer_check_peer_LDADD = agent/libnopfs_agent.la $(UNIT_TEST_LIBS) $(
 
 TESTS += \
 	tests/agent/check_options \
+	tests/agent/tier/check_limits \
 	tests/agent/check_job_report \
 	tests/agent/probe/check_probe \
 	tests/agent/peer/check_peer
@@ -47,7 +56,8 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_replan.py \
 	tests/agent/system/test_wrong_seed.py \
 	tests/agent/system/test_security.py \
-	tests/agent/system/test_malformed.py
+	tests/agent/system/test_malformed.py \
+	tests/agent/system/test_shm_full.py
 TESTS += $(AGENT_SYSTEM_TESTS)
 if HAVE_MPI
 TESTS += tests/agent/system/test_mpi.py

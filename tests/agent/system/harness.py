@@ -71,11 +71,12 @@ class Workspace:
 class Agent:
     """A standalone nopfs-agent for one node."""
 
-    def __init__(self, ws, job_id, seed, epochs, world_size, ranks, tiers, extra=()):
+    def __init__(self, ws, job_id, seed, epochs, world_size, ranks, tiers, extra=(),
+                 stage=None):
         self.ws = ws
         self.job_id = f"{job_id}-{os.getpid()}"
         self.runtime = os.path.join(ws.root, f"run-{job_id}")
-        self.stage = f"/dev/shm/nopfs-test-{self.job_id}"
+        self.stage = stage or f"/dev/shm/nopfs-test-{self.job_id}"
         self.report = os.path.join(ws.root, f"report-{job_id}.json")
         self.log = os.path.join(ws.root, f"agent-{job_id}.log")
         cmd = [AGENT, "--dataset", ws.data, "--seed", str(seed), "--epochs", str(epochs),
