@@ -19,6 +19,7 @@
 #include "agent.h"
 #include "team.h"
 #include "common/atomic_file.h"
+#include "common/cancel.h"
 #include "common/log.h"
 #include "common/private.h"
 #include "pfs.h"
@@ -31,12 +32,12 @@
  * Signals: handlers only set flags; main() waits for them.
  */
 
-static volatile sig_atomic_t stop_requested;
 static volatile sig_atomic_t report_requested;
 
+/* nopfs_stop_signal: the libraries' long loops look at it too */
 static void on_stop(int signal_number)
 {
-	stop_requested = signal_number;
+	nopfs_stop_signal = signal_number;
 }
 
 static void on_report(int signal_number)
@@ -52,8 +53,9 @@ static void on_step(int signal_number)
 /* Block the signals we wait for (threads inherit the mask) and install flags. */
 static nopfs_status signals_setup(sigset_t *wait_mask)
 {
-	struct sigaction stop = { .sa_handler = on_stop }, report = { .sa_handler = on_report },
-	                 step = { .sa_handler = on_step }, ignore = { .sa_handler = SIG_IGN };
+	struct sigaction stop = { .sa_handler = on_stop, .sa_flags = SA_RESTART },
+	                 report = { .sa_handler = on_report }, step = { .sa_handler = on_step },
+	                 ignore = { .sa_handler = SIG_IGN };
 	sigset_t blocked;
 
 	sigemptyset(&blocked);
@@ -70,6 +72,34 @@ static nopfs_status signals_setup(sigset_t *wait_mask)
 		return NOPFS_ERR_INTERNAL;
 	}
 	return NOPFS_OK;
+}
+
+/*
+ * The stop signals reach the main thread while it starts (the handler sets
+ * nopfs_stop_signal, long loops look at it); it blocks them again to serve,
+ * where it waits for them. Threads it starts meanwhile inherit the mask:
+ * those are joined before serving (catalog, probe), and a stop signal one of
+ * them takes is still seen, the serving loop looking at the flag each wake-up.
+ */
+static void stop_signals(int how)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(how, &set, NULL);
+}
+
+/* Whether a stop signal came by the end of @phase (logged once). */
+static bool stopped_in(const char *phase)
+{
+	if (!nopfs_stop_requested())
+		return false;
+	nopfs_info("signal %d during the %s: stopping before serving", (int)nopfs_stop_signal,
+	           phase);
+	return true;
 }
 
 /* ------------------------------------------------------------------------
@@ -310,18 +340,18 @@ static void wait_for_stop(struct agent *agent, const sigset_t *wait_mask)
 {
 	const struct timespec tick = { .tv_nsec = 200000000 };
 
-	while (!stop_requested) {
+	while (!nopfs_stop_requested()) {
 		pselect(0, NULL, NULL, NULL, &tick, wait_mask);
 		if (report_requested) {
 			report_requested = 0;
 			report_write(agent);
 		}
-		if (!stop_requested && agent_replan_poll(agent) != NOPFS_OK) {
+		if (!nopfs_stop_requested() && agent_replan_poll(agent) != NOPFS_OK) {
 			nopfs_error("no plan to serve any more: stopping");
 			break;
 		}
 	}
-	nopfs_info("signal %d: draining", (int)stop_requested);
+	nopfs_info("signal %d: draining", (int)nopfs_stop_signal);
 }
 
 static double phase_end(uint64_t *started)
@@ -385,22 +415,26 @@ int main(int argc, char **argv)
 		rc = NOPFS_AGENT_EXIT_RETRY;
 		goto out_job;
 	}
+	stop_signals(SIG_UNBLOCK);
+	if (stopped_in("start-up"))
+		goto out_stopped;
 	node_paths(&agent);
 	if (job_layout(&agent.job, options, agent.bootstrap.node,
 	               agent.bootstrap.active ? agent.bootstrap.nodes : 0) != NOPFS_OK ||
-	    team_catalog(&agent) != NOPFS_OK)
-		goto out_job;
+	    team_catalog(&agent) != NOPFS_OK || stopped_in("catalog"))
+		goto out_stopped;
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
-	if (phase_probe(&agent) != NOPFS_OK)
-		goto out_job;
+	if (phase_probe(&agent) != NOPFS_OK || stopped_in("probe"))
+		goto out_stopped;
 	agent.phase_seconds[PHASE_PROBE] = phase_end(&clock);
 	resolve_tiers(&agent);
-	if (phase_plan(&agent) != NOPFS_OK)
-		goto out_job;
+	if (phase_plan(&agent) != NOPFS_OK || stopped_in("plan"))
+		goto out_stopped;
 	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
 	                    options->private_name, 0) != NOPFS_OK)
-		goto out_job;
+		goto out_stopped;
+	stop_signals(SIG_BLOCK);
 	snprintf(ssd_list, sizeof(ssd_list), "%s/ssd-dirs", options->runtime_dir);
 	tier_set_list_directories(&agent.tiers, ssd_list);
 	source_init(&agent.source, &agent.job, &agent.tiers, &agent.stats);
@@ -435,6 +469,10 @@ out_tiers:
 	team_disconnect_peers(&agent);
 	tier_set_destroy(&agent.tiers);
 	unlink(ssd_list);
+	goto out_job;
+out_stopped:
+	if (nopfs_stop_requested())
+		rc = 0; /* asked to stop before serving: no failure of ours */
 out_job:
 	job_fini(&agent.job);
 	team_fini(&agent);

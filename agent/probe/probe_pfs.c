@@ -118,7 +118,9 @@ static void pfs_read(void *arg)
 	struct pfs_order *order = job->order;
 	uint64_t position;
 
-	while ((position = atomic_fetch_add(&order->next, 1)) < order->end) {
+	/* looked at before each file: a stopping probe starts none (an open may be slow) */
+	while (probe_worker_continues(&job->worker) &&
+	       (position = atomic_fetch_add(&order->next, 1)) < order->end) {
 		uint64_t index = order_pick(order, position);
 
 		if (!read_file(job, order->files[index].path)) {
@@ -126,8 +128,6 @@ static void pfs_read(void *arg)
 			probe_worker_fail(&job->worker, errno);
 			return;
 		}
-		if (!probe_worker_continues(&job->worker))
-			return;
 	}
 }
 

@@ -3,6 +3,7 @@
  * deadline, running a measurement's threads until it, and stopping them all
  * when one fails.
  */
+#include "common/cancel.h"
 #include "config.h"
 
 #include <errno.h>
@@ -26,7 +27,7 @@ double probe_phase_next(struct probe_phase *phase)
 bool probe_worker_continues(struct probe_worker *worker)
 {
 	return !atomic_load_explicit(worker->stop, memory_order_relaxed) &&
-	       nopfs_clock_seconds() < worker->deadline;
+	       !nopfs_stop_requested() && nopfs_clock_seconds() < worker->deadline;
 }
 
 void probe_worker_fail(struct probe_worker *worker, int error)

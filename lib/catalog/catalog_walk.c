@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "catalog_walk.h"
+#include "common/cancel.h"
 #include "common/log.h"
 #include "pyname.h"
 
@@ -275,6 +276,8 @@ static nopfs_status read_dir(struct folder_walk *walk, DIR *dir, const char *pat
 	bool match;
 
 	for (;;) {
+		if (nopfs_stop_requested())
+			return NOPFS_ERR_CANCELED; /* a dataset's scan may take minutes */
 		errno = 0;
 		entry = readdir(dir);
 		if (!entry)

@@ -13,6 +13,8 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/fdio.c \
 	lib/common/fdio.h \
 	lib/common/atomic_file.c \
+	lib/common/cancel.c \
+	lib/common/cancel.h \
 	lib/common/atomic_file.h \
 	lib/common/clock.h \
 	lib/common/dirs.c \

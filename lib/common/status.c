@@ -38,6 +38,8 @@ const char *nopfs_status_string(nopfs_status status)
 		return "internal error";
 	case NOPFS_ERR_AGAIN:
 		return "not there yet";
+	case NOPFS_ERR_CANCELED:
+		return "canceled (asked to stop)";
 	}
 	return "unknown status";
 }

@@ -24,6 +24,7 @@ typedef enum nopfs_status {
 	NOPFS_ERR_UNSUPPORTED = -12, /* not possible here */
 	NOPFS_ERR_INTERNAL = -13,    /* broken invariant: a bug */
 	NOPFS_ERR_AGAIN = -14,       /* not there yet: it will be */
+	NOPFS_ERR_CANCELED = -15,    /* given up: the process was asked to stop */
 } nopfs_status;
 
 /* A static, human-readable description of a status; never NULL. */

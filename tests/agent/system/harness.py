@@ -31,6 +31,18 @@ def skip(why):
     sys.exit(77)
 
 
+def private_mounts(script):
+    """Run the rest of @script in a private mount namespace (it mounts): re-run
+    it under unshare -m once, as root; skip otherwise."""
+    if os.environ.get("NOPFS_TEST_PRIVATE_MOUNTS") == "1":
+        return
+    if os.geteuid() != 0:
+        skip("mounts file systems: needs root")
+    os.environ["NOPFS_TEST_PRIVATE_MOUNTS"] = "1"
+    os.execvp("unshare", ["unshare", "--mount", "--propagation", "private",
+                          sys.executable, os.path.abspath(script)])
+
+
 def require_torch():
     probe = subprocess.run([PYTHON, "-c", "import torch, torchvision"], capture_output=True)
     if probe.returncode != 0:
@@ -72,7 +84,7 @@ class Agent:
     """A standalone nopfs-agent for one node."""
 
     def __init__(self, ws, job_id, seed, epochs, world_size, ranks, tiers, extra=(),
-                 stage=None):
+                 stage=None, wait=True):
         self.ws = ws
         self.job_id = f"{job_id}-{os.getpid()}"
         self.runtime = os.path.join(ws.root, f"run-{job_id}")
@@ -88,7 +100,8 @@ class Agent:
         cmd += list(extra)
         self.started = time.time()
         self.process = subprocess.Popen(cmd)
-        self.wait_ready()
+        if wait:
+            self.wait_ready()
 
     def wait_ready(self, timeout=60):
         deadline = time.time() + timeout

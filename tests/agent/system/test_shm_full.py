@@ -17,13 +17,7 @@ import harness  # noqa: E402
 MIB = 1 << 20
 SHM_BYTES = 48 * MIB
 
-if os.environ.get("NOPFS_TEST_PRIVATE_MOUNTS") != "1":
-    if os.geteuid() != 0:
-        harness.skip("mounts a small tmpfs: needs root")
-    os.environ["NOPFS_TEST_PRIVATE_MOUNTS"] = "1"
-    os.execvp("unshare", ["unshare", "--mount", "--propagation", "private",
-                          sys.executable, os.path.abspath(__file__)])
-
+harness.private_mounts(__file__)
 harness.require_torch()
 
 
