@@ -168,8 +168,8 @@ int report_compare(const json_t *a, const char *a_name, const json_t *b, const c
 		row(out, source_titles[i], x.share[i], y.share[i], PERCENT);
 	row(out, "requests that waited", x.stall_requests, y.stall_requests, PLAIN);
 	row(out, "stall, in all", x.stall_seconds, y.stall_seconds, SECONDS);
-	row(out, "stall p50 (bucket bound)", x.stall_p50, y.stall_p50, SECONDS);
-	row(out, "stall p99 (bucket bound)", x.stall_p99, y.stall_p99, SECONDS);
+	row(out, "stall p50", x.stall_p50, y.stall_p50, SECONDS);
+	row(out, "stall p99", x.stall_p99, y.stall_p99, SECONDS);
 	row(out, "stall, longest", x.stall_max, y.stall_max, SECONDS);
 	row(out, "problems", x.problems, y.problems, PLAIN);
 	return ferror(out) ? 1 : 0;
