@@ -21,7 +21,8 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_replan.sh \
 	tests/cluster/test_spank_cleanup.sh \
 	tests/cluster/test_security.sh \
-	tests/cluster/test_e2e_quick.sh
+	tests/cluster/test_e2e_quick.sh \
+	tests/cluster/test_live.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += \
 	$(CLUSTER_TESTS) \
@@ -40,3 +41,4 @@ tests/cluster/test_spank_sbatch.log: tests/cluster/test_spank_srun.log
 tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_e2e_quick.log: tests/cluster/test_security.log
+tests/cluster/test_live.log: tests/cluster/test_e2e_quick.log

@@ -61,14 +61,31 @@ static bool runtime_name(const char *name, const char *job)
 	return name[0] == '\0' || (name[0] == '.' && nopfs_token_is_valid(name + 1));
 }
 
-static void print_line(json_t *line)
-{
-	char *text = json_dumps(line, JSON_COMPACT);
+#define LIVE_PIECE 400 /* bytes of JSON per line with --lines */
 
-	if (text)
-		printf("%s\n", text);
-	free(text);
+/*
+ * @line as one line of JSON, or with @pieces cut into lines "nopfs-live HOST
+ * SEQ COUNT TEXT" of at most LIVE_PIECE bytes of it: srun forwards short
+ * lines whole, while it may cut long ones and mix them with other tasks'.
+ */
+static void print_line(json_t *line, const char *host, bool pieces)
+{
+	/* ASCII only: a piece never ends inside a character. */
+	char *text = json_dumps(line, JSON_COMPACT | (pieces ? JSON_ENSURE_ASCII : 0));
+	size_t length = text ? strlen(text) : 0;
+	size_t count = (length + LIVE_PIECE - 1) / LIVE_PIECE;
+
 	json_decref(line);
+	if (!text)
+		return;
+	if (!pieces)
+		printf("%s\n", text);
+	for (size_t i = 0; pieces && i < count; i++) {
+		printf("nopfs-live %s %zu %zu %.*s\n", host, i, count, LIVE_PIECE,
+		       text + i * LIVE_PIECE);
+		fflush(stdout);
+	}
+	free(text);
 	fflush(stdout);
 }
 
@@ -103,7 +120,7 @@ static json_t *ask(const char *socket_path, const char **why)
 	return status;
 }
 
-int report_live_node(const char *job)
+int report_live_node(const char *job, bool pieces)
 {
 	char host[256] = "", path[PATH_MAX], socket_path[PATH_MAX + 16];
 	const char *why = "no agent of this job and user on this node";
@@ -112,6 +129,10 @@ int report_live_node(const char *job)
 	DIR *tmp;
 
 	gethostname(host, sizeof(host) - 1);
+	if (strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
+	            strlen(host) ||
+	    !host[0])
+		strcpy(host, "unknown");
 	if (!job_name_ok(job)) {
 		fprintf(stderr, "nopfs-report: --live-node: '%s' is not a job id\n", job);
 		return 1;
@@ -134,10 +155,12 @@ int report_live_node(const char *job)
 	if (tmp)
 		closedir(tmp);
 	if (!status) {
-		print_line(json_pack("{s:s, s:s, s:s}", "host", host, "job", job, "error", why));
+		print_line(json_pack("{s:s, s:s, s:s}", "host", host, "job", job, "error", why),
+		           host, pieces);
 		return 1;
 	}
-	print_line(json_pack("{s:s, s:s, s:o}", "host", host, "job", job, "status", status));
+	print_line(json_pack("{s:s, s:s, s:o}", "host", host, "job", job, "status", status), host,
+	           pieces);
 	return 0;
 }
 
@@ -313,7 +336,8 @@ static int live_once(const char *job, unsigned long nodes, const char *srun, boo
 	char *argv[] = { (char *)srun, "--overlap",   jobid,        "-N",
 		         count,        "-n",          count,        "--ntasks-per-node=1",
 		         "--quiet",    "-J",          "nopfs-live", "--input=none",
-		         self,         "--live-node", (char *)job,  NULL };
+		         self,         "--live-node", (char *)job,  "--lines",
+		         NULL };
 	char *output = NULL, *line, *save = NULL;
 	json_t *lines = json_array();
 	int status, rc = 0;
@@ -335,15 +359,53 @@ static int live_once(const char *job, unsigned long nodes, const char *srun, boo
 		json_decref(lines);
 		return 1;
 	}
-	for (line = strtok_r(output, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		json_t *parsed = json_loads(line, 0, NULL);
+	json_t *pieces = json_object(); /* host: [pieces] */
+	const char *host;
+	json_t *parts;
 
+	for (line = strtok_r(output, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char name[256];
+		size_t seq, total;
+		int offset = 0;
+
+		if (sscanf(line, "nopfs-live %255s %zu %zu%n", name, &seq, &total, &offset) != 3 ||
+		    line[offset] != ' ' || total == 0 || total > LIVE_OUTPUT_MAX / LIVE_PIECE ||
+		    seq >= total)
+			continue;
+		parts = json_object_get(pieces, name);
+		if (!parts) {
+			parts = json_array();
+			for (size_t i = 0; i < total; i++)
+				json_array_append_new(parts, json_null());
+			json_object_set_new(pieces, name, parts);
+		}
+		if (json_array_size(parts) == total)
+			json_array_set_new(parts, seq, json_string(line + offset + 1));
+	}
+	free(output);
+	json_object_foreach(pieces, host, parts)
+	{
+		size_t i, bytes = 0;
+		json_t *piece, *parsed = NULL;
+		char *text;
+
+		json_array_foreach(parts, i, piece) bytes += json_string_length(piece);
+		text = calloc(1, bytes + 1);
+		json_array_foreach(parts, i, piece)
+		{
+			if (!json_is_string(piece) || !text)
+				break;
+			strcat(text, json_string_value(piece));
+		}
+		if (text && i == json_array_size(parts))
+			parsed = json_loads(text, 0, NULL);
+		free(text);
 		if (json_is_object(parsed) && json_object_get(parsed, "host"))
 			json_array_append_new(lines, parsed);
 		else
 			json_decref(parsed);
 	}
-	free(output);
+	json_decref(pieces);
 	if (json_array_size(lines) == 0) {
 		fprintf(stderr,
 		        "nopfs-report: --live %s: no node answered (srun exit status %d): is it "

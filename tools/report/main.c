@@ -22,7 +22,7 @@ struct report_options {
 	bool compare;
 	const char *plot_dir;
 	const char *live_job, *live_node_job;
-	bool once, json;
+	bool once, json, lines;
 	uint32_t interval;
 	const char *srun;
 	char **files;
@@ -71,6 +71,11 @@ static const struct nopfs_option option_rows[] = {
 	                   "print one JSON line: the status of your agent of job JOB on\n"
 	                   "this node, asked on its socket",
 	                   FIELD(live_node_job)) },
+	{ NOPFS_OPT_FLAG("lines",
+	                 "with --live-node: the JSON cut into lines of at most 400\n"
+	                 "bytes, 'nopfs-live HOST SEQ COUNT TEXT' (how --live reads it\n"
+	                 "through srun, which may cut long lines)",
+	                 FIELD(lines), true) },
 	{ NOPFS_OPT_HELP("this text") },
 	{ NOPFS_OPT_END },
 };
@@ -109,6 +114,10 @@ static int parse_options(int argc, char **argv, struct report_options *o)
 	if (!!o->merge_path + o->compare + !!o->plot_dir + !!o->live_job + !!o->live_node_job > 1) {
 		fprintf(stderr, "nopfs-report: --merge, --compare, --plot, --live and --live-node "
 		                "go alone; see --help\n");
+		return 1;
+	}
+	if (o->lines && !o->live_node_job) {
+		fprintf(stderr, "nopfs-report: --lines goes with --live-node\n");
 		return 1;
 	}
 	if ((o->once || o->json || o->interval || o->srun) && !o->live_job) {
@@ -232,7 +241,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		return rc < 0 ? 0 : 1;
 	if (options.live_node_job)
-		return report_live_node(options.live_node_job);
+		return report_live_node(options.live_node_job, options.lines);
 	if (options.live_job)
 		return report_live(options.live_job, options.once,
 		                   options.interval ? options.interval : 1,

@@ -23,9 +23,10 @@ int report_plot(const json_t *report, const char *name, const char *dir);
 
 /*
  * One line of JSON on stdout: the status of this user's agent of job @job on
- * this node, from its socket. 0 done, 1 when there is none (the line says why).
+ * this node, from its socket; with @pieces cut into short lines for srun (see
+ * live.c). 0 done, 1 when there is none (the line says why).
  */
-int report_live_node(const char *job);
+int report_live_node(const char *job, bool pieces);
 
 /*
  * The live view of job @job: its agents' status on every node of the job
