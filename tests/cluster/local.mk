@@ -22,13 +22,15 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_cleanup.sh \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_e2e_quick.sh \
-	tests/cluster/test_live.sh
+	tests/cluster/test_live.sh \
+	tests/cluster/test_container.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += \
 	$(CLUSTER_TESTS) \
 	tests/cluster/cluster_lock.sh \
 	tests/cluster/cluster_test_lib.sh \
 	tests/cluster/plugin_test_lib.sh \
+	tests/cluster/container_task.sh \
 	tests/cluster/check_job.py \
 	tests/cluster/pfs_watch.py
 # One cluster at a time: cluster tests run one after another.
@@ -42,3 +44,4 @@ tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_e2e_quick.log: tests/cluster/test_security.log
 tests/cluster/test_live.log: tests/cluster/test_e2e_quick.log
+tests/cluster/test_container.log: tests/cluster/test_live.log
