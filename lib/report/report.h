@@ -71,6 +71,16 @@ nopfs_status nopfs_report_check_merged(const json_t *merged, const char *name);
 nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out);
 
 /*
+ * The job in one line (no newline) into @line of @size bytes, for where
+ * admins look (the job's AdminComment), without commas or quotes: "nopfs:
+ * R/N nodes; PFS X x dataset (Y x naive); D samples delivered: a% RAM b% SSD
+ * c% peers d% PFS e% staged; stalls S s; P problems". NOPFS_ERR_FORMAT like
+ * the summary;
+ * NOPFS_ERR_RANGE when it does not fit.
+ */
+nopfs_status nopfs_report_one_line(const json_t *merged, char *line, size_t size);
+
+/*
  * Write @report to @path atomically (see common/atomic_file.h) with @mode.
  * Failures are logged as "WHAT: cannot create 'PATH': why" (@what: how the
  * caller's user names the output; NULL: none).

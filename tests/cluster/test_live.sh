@@ -4,13 +4,24 @@
 # --once` on the submit host shows every node's agent (prefetch per tier,
 # samples by source, stalls per rank) with plausible figures; the other user
 # (nopfs-other) is refused, from the submit host and on a node. After the job,
-# its report plots and compares.
+# its report plots. With admin_comment=yes, the job epilog hands node 0's
+# one-line summary to sacctmgr for the job's AdminComment (the test cluster
+# has no accounting database: a stand-in sacctmgr records its arguments).
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 PLUGIN_NEEDS_TORCH=1
+admin=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}/pfs/admin-comment
+PLUGIN_EXTRA_ARGS="admin_comment=yes sacctmgr=$admin/sacctmgr"
 # shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
 . "$(dirname "$0")/plugin_test_lib.sh"
 job_dataset 1500 15
+rm -rf "$admin"
+mkdir -p "$admin/calls"
+cat >"$admin/sacctmgr" <<'SH'
+#!/bin/sh
+printf '%s\n' "$@" >"$(dirname "$0")/calls/$$"
+SH
+chmod 755 "$admin/sacctmgr"
 fail=0
 not_ok() {
 	echo "not ok - $*"
@@ -106,5 +117,28 @@ for png in epochs stalls; do
 		not_ok "$png.png is not a PNG file"
 done
 wait_gone "$job" || not_ok "job $job did not end"
+
+# The epilog's sacctmgr call: the job, and the job report's figures in one line.
+for _ in $(seq 1 50); do
+	compgen -G "$admin/calls/*" >/dev/null && break
+	sleep 0.2
+done
+"$PYTHON" - "$admin/calls" "$job" "$WORK/nopfs-$job.json" <<'PY' || not_ok "AdminComment"
+import json, os, sys
+calls = [open(os.path.join(sys.argv[1], name)).read().splitlines()
+         for name in os.listdir(sys.argv[1])]
+assert len(calls) == 1, f"{len(calls)} sacctmgr calls: {calls}"
+args = calls[0]
+assert len(args) == 7, args
+assert args[:6] == ["-i", "modify", "job", "where", f"jobid={sys.argv[2]}", "set"], args
+assert args[6].startswith("AdminComment=nopfs: 3/3 nodes; "), args[6]
+job = json.load(open(sys.argv[3]))
+line = args[6][len("AdminComment="):]
+assert f"PFS {job['vs_dataset']:.2f} x dataset ({job['vs_naive']:.2f} x naive)" in line, line
+assert f"{job['delivered_total']['samples']} samples delivered" in line, line
+assert "," not in line and '"' not in line, line
+print(f"ok - AdminComment: {line}")
+PY
+rm -rf "$admin"
 ((fail == 0)) && echo "ok - live view of job $job"
 ((fail == 0))
