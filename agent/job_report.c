@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/private.h"
 #include "peer/peer.h"
@@ -196,6 +197,23 @@ static void drop_node_reports(const struct agent *agent, uint32_t nodes, const b
 			unlink(path);
 }
 
+/* The job in one line, with a newline, to @path (0600, atomically). */
+static nopfs_status write_summary(const json_t *merged, const char *path)
+{
+	char line[1024];
+	size_t length;
+
+	if (nopfs_report_one_line(merged, line, sizeof(line) - 1) != NOPFS_OK)
+		return NOPFS_ERR_FORMAT;
+	length = strlen(line);
+	line[length++] = '\n';
+	if (nopfs_atomic_write(path, 0600, line, length) != NOPFS_OK) {
+		nopfs_error("--summary: cannot write '%s': %m", path);
+		return NOPFS_ERR_IO;
+	}
+	return NOPFS_OK;
+}
+
 nopfs_status job_report_write(struct agent *agent)
 {
 	const char *path = agent->options.merged_report_path;
@@ -229,6 +247,9 @@ nopfs_status job_report_write(struct agent *agent)
 		if (agent->options.drop_node_reports)
 			drop_node_reports(agent, nodes, merged_nodes);
 	}
+	if (agent->options.summary_path[0] &&
+	    write_summary(merged, agent->options.summary_path) != NOPFS_OK)
+		status = NOPFS_ERR_IO;
 	json_decref(merged);
 out_reports:
 	for (uint32_t n = 0; reports && n < nodes; n++)

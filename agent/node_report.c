@@ -74,15 +74,51 @@ static json_t *pfs_json(struct agent *agent)
 	                 "dataset_bytes", (json_int_t)agent->job.dataset_bytes);
 }
 
+/* Per source: samples and bytes of @counters. */
+static json_t *sources_json(struct agent_counter *counters)
+{
+	json_t *object = json_object();
+
+	for (int s = 0; s < AGENT_SOURCES; s++)
+		json_object_set_new(object, source_names[s], counter_json(&counters[s]));
+	return object;
+}
+
+/*
+ * Deliveries by epoch of the plan followed (up to the last epoch with one,
+ * at least the job's epochs up to AGENT_EPOCH_SLOTS), by source.
+ */
+static json_t *per_epoch_json(struct agent *agent)
+{
+	struct agent_stats *stats = &agent->stats;
+	uint64_t last =
+	        agent->job.epochs < AGENT_EPOCH_SLOTS ? agent->job.epochs : AGENT_EPOCH_SLOTS;
+	json_t *epochs = json_array();
+
+	for (uint64_t e = last; e < AGENT_EPOCH_SLOTS; e++)
+		for (int s = 0; s < AGENT_SOURCES; s++)
+			if (atomic_load(&stats->epoch_delivered[e][s].count))
+				last = e + 1;
+	for (uint64_t e = 0; e < last; e++)
+		json_array_append_new(epochs, sources_json(stats->epoch_delivered[e]));
+	return epochs;
+}
+
 static json_t *stall_json(struct agent_stats *stats)
 {
 	uint64_t requests = atomic_load(&stats->requests);
 	uint64_t stall = atomic_load(&stats->stall_ns);
+	json_t *buckets = json_array();
 
-	return json_pack("{s:I, s:f, s:f, s:f}", "requests", (json_int_t)requests, "seconds",
-	                 (double)stall / 1e9, "max_seconds",
-	                 (double)atomic_load(&stats->stall_max_ns) / 1e9, "mean_seconds",
-	                 requests ? (double)stall / 1e9 / (double)requests : 0);
+	for (unsigned int b = 0; b < AGENT_STALL_BUCKETS; b++)
+		json_array_append_new(
+		        buckets, json_integer((json_int_t)atomic_load(&stats->stall_buckets[b])));
+	return json_pack(
+	        "{s:I, s:f, s:f, s:f, s:f, s:f, s:o}", "requests", (json_int_t)requests, "seconds",
+	        (double)stall / 1e9, "max_seconds", (double)atomic_load(&stats->stall_max_ns) / 1e9,
+	        "mean_seconds", requests ? (double)stall / 1e9 / (double)requests : 0,
+	        "p50_seconds", agent_stall_percentile(stats->stall_buckets, 0.5), "p99_seconds",
+	        agent_stall_percentile(stats->stall_buckets, 0.99), "histogram_us_log2", buckets);
 }
 
 static json_t *stream_json(struct agent *agent)
@@ -153,6 +189,8 @@ json_t *report_json(struct agent *agent)
 	        (json_int_t)atomic_load(&stats->watch_overflows));
 	if (report) {
 		json_object_set_new(report, "final", json_boolean(agent->report_final));
+		json_object_set_new(report, "per_epoch", per_epoch_json(agent));
+		json_object_set_new(report, "unattributed", sources_json(stats->unattributed));
 		json_object_set_new(report, "peers", peers_json(agent));
 		json_object_set_new(report, "rdma", rdma_devices_json());
 		json_object_set_new(report, "plan", json_integer((json_int_t)agent->accepted));

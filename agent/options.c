@@ -206,6 +206,10 @@ static const struct nopfs_option option_rows[] = {
 	                 "node 0: merge every node's --report into this job\n"
 	                 "report (needs %n in --report with several nodes)",
 	                 FIELD(merged_report_path)) },
+	{ NOPFS_OPT_PATH("summary", "PATH",
+	                 "node 0: also write the job report's summary in one line\n"
+	                 "to PATH (0600; the plugin's epilog stores it with the job)",
+	                 FIELD(summary_path)) },
 	{ NOPFS_OPT_SECONDS("merge-wait", "SEC",
 	                    "how long node 0 waits for the others' (default 5)", FIELD(merge_wait),
 	                    600) },

@@ -36,6 +36,7 @@ struct agent_options {
 	char report_path[PATH_MAX];
 	char report_pattern[PATH_MAX];     /* --report before "%n" is expanded */
 	char merged_report_path[PATH_MAX]; /* node 0: the job report (empty: none) */
+	char summary_path[PATH_MAX];       /* node 0: its one-line summary (empty: none) */
 	double merge_wait;                 /* seconds node 0 waits for the others' */
 	bool drop_node_reports;            /* remove them once merged */
 	char log_path[PATH_MAX];           /* empty: stderr */

@@ -8,4 +8,6 @@ dist_doc_DATA = \
 	docs/architecture.md \
 	docs/task-contract.md \
 	docs/protocols.md \
-	docs/security.md
+	docs/security.md \
+	docs/containers.md \
+	docs/report.md

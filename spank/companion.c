@@ -40,6 +40,7 @@ struct command {
 	char token[NOPFS_TOKEN_LENGTH + 1];
 	char token_env[sizeof(NOPFS_ENV_AGENT_TOKEN) + NOPFS_TOKEN_LENGTH + 1];
 	char agent[PATH_MAX + 16], node_report[PATH_MAX + 64], share[PATH_MAX], log[128];
+	char summary[128];
 	char tiers[TIERS_MAX][PATH_MAX + 64];
 };
 
@@ -257,6 +258,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	snprintf(c->seed, sizeof(c->seed), "%lld", (long long)r->seed);
 	snprintf(c->epochs, sizeof(c->epochs), "%u", r->epochs);
 	snprintf(c->log, sizeof(c->log), "/tmp/nopfs-%u.%s/agent.log", job, c->token);
+	snprintf(c->summary, sizeof(c->summary), "/tmp/nopfs-%u.%s/%s", job, c->token,
+	         EPILOG_SUMMARY_NAME);
 	snprintf(c->agent, sizeof(c->agent), "%s/nopfs-agent", nopfs_config.bindir);
 	snprintf(c->node_report, sizeof(c->node_report), "%s.%s.node-%%n", r->report, c->token);
 	memcpy(c->share, r->report, sizeof(c->share));
@@ -304,6 +307,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	add_option(c, "--log", c->log);
 	if (nopfs_config.probe_cache[0])
 		add_option(c, "--probe-cache", nopfs_config.probe_cache);
+	if (nopfs_config.admin_comment)
+		add_option(c, "--summary", c->summary);
 	c->argv[c->argc] = NULL;
 }
 

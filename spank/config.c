@@ -121,6 +121,8 @@ static const struct config_key keys[] = {
 	  FIELD(report_dir) },
 	{ "ready_timeout", "seconds, 0 to 3600", parse_seconds, FIELD(ready_timeout) },
 	{ "report_wait", "seconds, 0 to 3600", parse_seconds, FIELD(report_wait) },
+	{ "admin_comment", "yes or no", parse_bool, FIELD(admin_comment) },
+	{ "sacctmgr", "the absolute path of sacctmgr", parse_path, FIELD(sacctmgr) },
 };
 
 static void set_defaults(struct spank_config *config)
@@ -130,6 +132,7 @@ static void set_defaults(struct spank_config *config)
 	snprintf(config->bindir, sizeof(config->bindir), "%s", NOPFS_BINDIR);
 	snprintf(config->preload, sizeof(config->preload), "%s", NOPFS_PRELOAD);
 	snprintf(config->srun, sizeof(config->srun), "%s", "/usr/bin/srun");
+	snprintf(config->sacctmgr, sizeof(config->sacctmgr), "%s", "/usr/bin/sacctmgr");
 	snprintf(config->tiers, sizeof(config->tiers), "%s", "ram:40%");
 	config->ram_max_percent = 60;
 	config->ready_timeout = 120;

@@ -5,10 +5,16 @@
  * nopfs-JOB.*) in /tmp, /dev/shm and ssd_base, and the SSD tier directories
  * the runtime directories list. Only what exists and belongs to the job's
  * user is touched, never through a link; nothing here fails the epilog.
+ * With admin_comment=yes, node 0's one-line summary of the job is stored as
+ * the job's AdminComment (sacctmgr, in the accounting database) first.
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -124,6 +130,107 @@ static void remove_listed(const char *prefix, uid_t uid)
 	closedir(tmp);
 }
 
+#define SUMMARY_MAX      1024
+#define SACCTMGR_WAIT_MS 10000
+
+/*
+ * The job's one-line summary from a runtime directory of the job (the one
+ * of node 0's agent has it): a regular file of the job's user in a private
+ * directory of theirs, its first line, at most SUMMARY_MAX bytes, every byte
+ * outside printable ASCII and every quote replaced by '?'. It is what the
+ * user's own agent wrote: figures the job reports about itself.
+ */
+static bool read_summary(const char *prefix, uid_t uid, char *text, size_t size)
+{
+	size_t length = strlen(prefix);
+	char path[PATH_MAX + 64];
+	struct dirent *entry;
+	DIR *tmp = opendir("/tmp");
+	bool found = false;
+
+	while (tmp && !found && (entry = readdir(tmp))) {
+		ssize_t got;
+		int dir_fd, fd;
+
+		if (!is_job_name(entry->d_name, prefix, length))
+			continue;
+		snprintf(path, sizeof(path), "/tmp/%s", entry->d_name);
+		dir_fd = nopfs_private_dir_open_for(path, uid);
+		if (dir_fd < 0)
+			continue;
+		fd = nopfs_private_file_open_for(dir_fd, EPILOG_SUMMARY_NAME, O_RDONLY | O_NONBLOCK,
+		                                 0, uid);
+		close(dir_fd);
+		if (fd < 0)
+			continue;
+		got = read(fd, text, size - 1);
+		close(fd);
+		if (got <= 0)
+			continue;
+		text[got] = '\0';
+		text[strcspn(text, "\n")] = '\0';
+		for (char *c = text; *c; c++)
+			if (*c < 0x20 || *c > 0x7e || *c == '"' || *c == '\'')
+				*c = '?';
+		found = strncmp(text, "nopfs: ", 7) == 0;
+	}
+	if (tmp)
+		closedir(tmp);
+	return found;
+}
+
+/* Run the admin's sacctmgr to set the job's AdminComment; bounded, logged. */
+static void store_summary(uint32_t job, const char *text)
+{
+	char where[32], set[SUMMARY_MAX + 32];
+	const char *argv[] = {
+		nopfs_config.sacctmgr, "-i", "modify", "job", "where", where, "set", set, NULL
+	};
+	int status = 0, waited_ms = 0;
+	pid_t pid, done = 0;
+
+	snprintf(where, sizeof(where), "jobid=%u", job);
+	snprintf(set, sizeof(set), "AdminComment=%s", text);
+	pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+			dup2(null, STDERR_FILENO);
+		}
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0) {
+		slurm_error(PLUGIN_NAME ": job %u: cannot start %s: %m", job, argv[0]);
+		return;
+	}
+	while ((done = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < SACCTMGR_WAIT_MS) {
+		struct timespec pause = { .tv_nsec = 50 * 1000000 };
+
+		nanosleep(&pause, NULL);
+		waited_ms += 50;
+	}
+	if (done == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		slurm_error(PLUGIN_NAME ": job %u: %s did not finish within %d s: no AdminComment",
+		            job, argv[0], SACCTMGR_WAIT_MS / 1000);
+	} else if (done < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		slurm_error(PLUGIN_NAME ": job %u: %s failed (status %d): no AdminComment", job,
+		            argv[0],
+		            done < 0            ? -1
+		            : WIFEXITED(status) ? WEXITSTATUS(status)
+		                                : 128);
+	} else {
+		slurm_info(PLUGIN_NAME ": job %u: AdminComment set: %s", job, text);
+	}
+}
+
 static void kill_agent(pid_t pid, void *arg)
 {
 	int *killed = arg;
@@ -149,6 +256,12 @@ void epilog_clean(spank_t sp)
 		usleep(100000); /* let the kernel reap them before their files go */
 	}
 	snprintf(prefix, sizeof(prefix), "nopfs-%u", job);
+	if (nopfs_config.admin_comment) {
+		char summary[SUMMARY_MAX];
+
+		if (read_summary(prefix, uid, summary, sizeof(summary)))
+			store_summary(job, summary);
+	}
 	remove_listed(prefix, uid); /* before the lists go with /tmp's entries */
 	remove_in("/tmp", prefix, uid);
 	remove_in("/dev/shm", prefix, uid);

@@ -41,8 +41,17 @@ struct spank_config {
 	char report_dir[PATH_MAX];
 	unsigned int ready_timeout; /* seconds a step waits for its agents */
 	unsigned int report_wait;   /* seconds srun waits for the job report */
+	bool admin_comment;         /* the epilog stores node 0's summary with the job */
+	char sacctmgr[PATH_MAX];    /* how it stores it */
 	char error[512];            /* not empty: the configuration is unusable */
 };
+
+/*
+ * With admin_comment=yes, node 0's agent writes the job's one-line summary
+ * in its runtime directory under this name; the job epilog stores it as the
+ * job's AdminComment.
+ */
+#define EPILOG_SUMMARY_NAME "summary"
 
 /* The user's options (command line or SLURM_NOPFS_* environment). */
 struct spank_request {

@@ -87,6 +87,8 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
+	/* slurm_spank_init is not called in the job script context: read the keys here. */
+	config_parse(&nopfs_config, ac, av);
 	epilog_clean(sp);
 	return 0;
 }

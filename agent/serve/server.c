@@ -89,6 +89,8 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	waited = nopfs_clock_now_ns() - started;
 	atomic_fetch_add(&server->stats->stall_ns, waited);
 	agent_max(&server->stats->stall_max_ns, waited);
+	atomic_fetch_add(&server->stats->stall_buckets[agent_stall_bucket(waited)], 1);
+	stage_count_stall(server->stage, rank, waited);
 	if (status != NOPFS_OK) {
 		count_fallback(server, status);
 		return reply_error(c, m->request_id, status, nopfs_status_string(status));

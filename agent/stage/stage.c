@@ -89,6 +89,28 @@ static void remove_unopened(struct stage *stage, struct stage_rank *r, struct st
 }
 
 /* Take the removed copy of @sample staged for @rank; its source in *source. */
+/*
+ * Count a delivery from @source, by the epoch of the stream @position it
+ * completed (-1: none known).
+ */
+static void count_delivered(struct stage *stage, enum agent_delivery how, unsigned int source,
+                            uint64_t bytes, int64_t position)
+{
+	struct agent_stats *stats = stage->stats;
+
+	agent_count(&stats->delivered[how][source], bytes);
+	if (position < 0 || stage->job->per_rank == 0) {
+		agent_count(&stats->unattributed[source], bytes);
+	} else {
+		uint64_t epoch = (uint64_t)position / stage->job->per_rank;
+
+		agent_count(&stats->epoch_delivered[epoch < AGENT_EPOCH_SLOTS
+		                                            ? epoch
+		                                            : AGENT_EPOCH_SLOTS - 1][source],
+		            bytes);
+	}
+}
+
 static bool take_removed(struct stage *stage, uint32_t rank, nopfs_sample_id sample,
                          uint8_t *source)
 {
@@ -252,8 +274,8 @@ static void complete_released(struct stage *stage, struct stage_rank *r, uint64_
 	r->api_ring_full = false;
 	if (slot->position != position || slot->state != SLOT_STAGED || !slot->ring_slot)
 		return; /* the rank had moved on */
-	agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][slot->source],
-	            nopfs_catalog_size(stage->job->catalog, slot->sample));
+	count_delivered(stage, AGENT_DELIVERY_STAGED, slot->source,
+	                nopfs_catalog_size(stage->job->catalog, slot->sample), (int64_t)position);
 	slot->ring_slot = 0;
 	complete(stage, r, position, true);
 }
@@ -550,13 +572,14 @@ void stage_opened(struct stage *stage, const char *name)
 	 * same name stays until its own open).
 	 */
 	if (take_removed(stage, rank, sample, &source)) {
-		agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][source],
-		            nopfs_catalog_size(stage->job->catalog, sample));
+		count_delivered(stage, AGENT_DELIVERY_STAGED, source,
+		                nopfs_catalog_size(stage->job->catalog, sample), -1);
 	} else if (find_claim(stage, (int32_t)rank, sample, true, &claim)) {
 		struct stage_slot *slot = slot_of(stage, claim.rank, claim.position);
 
-		agent_count(&stage->stats->delivered[AGENT_DELIVERY_STAGED][slot->source],
-		            nopfs_catalog_size(stage->job->catalog, sample));
+		count_delivered(stage, AGENT_DELIVERY_STAGED, slot->source,
+		                nopfs_catalog_size(stage->job->catalog, sample),
+		                (int64_t)claim.position);
 		leave_staged(stage, claim.rank, slot);
 		complete(stage, claim.rank, claim.position, false);
 	}
@@ -592,9 +615,8 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 			if (staged >= 0) {
 				*fd = staged;
 				*source = NOPFS_FROM_STAGING;
-				agent_count(&stage->stats->delivered[AGENT_DELIVERY_REQUESTED]
-				                                    [NOPFS_FROM_STAGING],
-				            size);
+				count_delivered(stage, AGENT_DELIVERY_REQUESTED, NOPFS_FROM_STAGING,
+				                size, (int64_t)claim.position);
 				leave_staged(stage, claim.rank, slot);
 				complete(stage, claim.rank, claim.position, true);
 				pthread_mutex_unlock(&stage->lock);
@@ -622,8 +644,8 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 		        stage_serve_copy(stage, sample, buffer, &deadline, fd, source);
 
 		if (status == NOPFS_OK)
-			agent_count(&stage->stats->delivered[AGENT_DELIVERY_REQUESTED][*source],
-			            size);
+			count_delivered(stage, AGENT_DELIVERY_REQUESTED, *source, size,
+			                claimed ? (int64_t)claim.position : -1);
 		return status;
 	}
 }
@@ -856,6 +878,17 @@ void stage_fini(struct stage *stage)
 	stage->directory_fd = -1;
 }
 
+void stage_count_stall(struct stage *stage, int32_t rank, uint64_t ns)
+{
+	pthread_mutex_lock(&stage->lock);
+	for (uint32_t i = 0; rank >= 0 && i < stage->rank_count; i++)
+		if (stage->ranks[i].rank == (uint32_t)rank)
+			atomic_fetch_add_explicit(
+			        &stage->ranks[i].stall_buckets[agent_stall_bucket(ns)], 1,
+			        memory_order_relaxed);
+	pthread_mutex_unlock(&stage->lock);
+}
+
 json_t *stage_progress_json(struct stage *stage)
 {
 	json_t *ranks = json_array();
@@ -863,12 +896,21 @@ json_t *stage_progress_json(struct stage *stage)
 	pthread_mutex_lock(&stage->lock);
 	for (uint32_t i = 0; i < stage->rank_count; i++) {
 		const struct stage_rank *r = &stage->ranks[i];
+		uint64_t requests = 0;
 
+		for (unsigned int b = 0; b < AGENT_STALL_BUCKETS; b++)
+			requests +=
+			        atomic_load_explicit(&r->stall_buckets[b], memory_order_relaxed);
 		json_array_append_new(
-		        ranks, json_pack("{s:I, s:I, s:I, s:I}", "rank", (json_int_t)r->rank,
-		                         "epoch", (json_int_t)(r->cursor / stage->job->per_rank),
-		                         "position", (json_int_t)(r->cursor % stage->job->per_rank),
-		                         "staged_ahead", (json_int_t)(r->next - r->cursor)));
+		        ranks, json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f}", "rank",
+		                         (json_int_t)r->rank, "epoch",
+		                         (json_int_t)(r->cursor / stage->job->per_rank), "position",
+		                         (json_int_t)(r->cursor % stage->job->per_rank),
+		                         "staged_ahead", (json_int_t)(r->next - r->cursor),
+		                         "requests", (json_int_t)requests, "stall_p50_seconds",
+		                         agent_stall_percentile(r->stall_buckets, 0.5),
+		                         "stall_p99_seconds",
+		                         agent_stall_percentile(r->stall_buckets, 0.99)));
 	}
 	pthread_mutex_unlock(&stage->lock);
 	return ranks;

@@ -116,7 +116,14 @@ nopfs_status stage_attach_ring(struct stage *stage, int32_t rank, int *fd, uint3
  */
 void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, uint64_t index);
 
-/* Live per-rank progress as a new JSON array (caller owns it). */
+/* A request of @rank (-1: unknown) waited @ns nanoseconds for its answer. */
+void stage_count_stall(struct stage *stage, int32_t rank, uint64_t ns);
+
+/*
+ * Live per-rank progress as a new JSON array (caller owns it): each local
+ * rank's epoch, position, copies staged ahead, and its requests' waits
+ * (count, p50 and p99 as bucket upper bounds, see stats.h).
+ */
 json_t *stage_progress_json(struct stage *stage);
 
 #endif

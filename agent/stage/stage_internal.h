@@ -32,6 +32,7 @@ struct stage_rank {
 	struct stage_slot *ring;
 	struct stage_ring *api_ring; /* set once a C API process of the rank asks */
 	bool api_ring_full;
+	_Atomic uint64_t stall_buckets[AGENT_STALL_BUCKETS]; /* its requests' waits */
 };
 
 struct stage_worker {

@@ -10,7 +10,9 @@
  * probe), probe_bytes, vs_dataset (pfs_bytes / dataset_bytes),
  * vs_naive (pfs_bytes / (epochs x dataset_bytes)), delivered (per source:
  * samples and bytes, both delivery ways), delivered_total,
- * delivered_staged (of which tasks opened a staged copy themselves), stall,
+ * delivered_staged (of which tasks opened a staged copy themselves), stall
+ * (with histogram_us_log2, p50_seconds and p99_seconds when the nodes
+ * report them), per_epoch (deliveries per epoch and source, when reported),
  * fallbacks, problems (strings) and per_node (the node reports by node).
  */
 #ifndef NOPFS_REPORT_H
@@ -50,6 +52,14 @@ nopfs_status nopfs_report_check_node(const json_t *report, const char *name);
 nopfs_status nopfs_report_merge(json_t *const *nodes, const char *const *names, size_t count,
                                 uint32_t expected_nodes, json_t **merged);
 
+/*
+ * The wait below which a share @share (0 < share <= 1) of the requests
+ * counted in @histogram fall (a job report's stall.histogram_us_log2: bucket
+ * b counts waits below 2^b microseconds), as the upper bound of its bucket,
+ * in seconds; 0 when it counts none.
+ */
+double nopfs_report_stall_percentile(const json_t *histogram, double share);
+
 /* Whether @merged has every key the summary needs: NOPFS_OK or NOPFS_ERR_FORMAT. */
 nopfs_status nopfs_report_check_merged(const json_t *merged, const char *name);
 
@@ -59,6 +69,16 @@ nopfs_status nopfs_report_check_merged(const json_t *merged, const char *name);
  * @out fails (not logged: the caller knows what @out is).
  */
 nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out);
+
+/*
+ * The job in one line (no newline) into @line of @size bytes, for where
+ * admins look (the job's AdminComment), without commas or quotes: "nopfs:
+ * R/N nodes; PFS X x dataset (Y x naive); D samples delivered: a% RAM b% SSD
+ * c% peers d% PFS e% staged; stalls S s; P problems". NOPFS_ERR_FORMAT like
+ * the summary;
+ * NOPFS_ERR_RANGE when it does not fit.
+ */
+nopfs_status nopfs_report_one_line(const json_t *merged, char *line, size_t size);
 
 /*
  * Write @report to @path atomically (see common/atomic_file.h) with @mode.

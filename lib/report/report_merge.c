@@ -432,6 +432,152 @@ static int add_nodes(json_t *merged, const struct node_figures *f, size_t count,
 	       json_object_set_new(merged, "per_node", per_node);
 }
 
+#define STALL_BUCKETS 32 /* the agent's: bucket b counts waits below 2^b microseconds */
+
+/* Add @node's "per_epoch" (absent: nothing) into @sums; false if malformed. */
+static bool sum_epochs(const struct node_figures *node, const char *name, struct count **sums,
+                       size_t *epochs)
+{
+	const json_t *per_epoch = json_object_get(node->report, "per_epoch"), *epoch;
+	size_t e;
+
+	if (!per_epoch)
+		return true;
+	if (!json_is_array(per_epoch)) {
+		report_fail(name, "node %" PRIu32 ": key 'per_epoch' is not an array", node->node);
+		return false;
+	}
+	if (json_array_size(per_epoch) > *epochs) {
+		struct count *grown = realloc(*sums, json_array_size(per_epoch) * REPORT_SOURCES *
+		                                             sizeof(**sums));
+
+		if (!grown)
+			return false;
+		memset(grown + *epochs * REPORT_SOURCES, 0,
+		       (json_array_size(per_epoch) - *epochs) * REPORT_SOURCES * sizeof(*grown));
+		*sums = grown;
+		*epochs = json_array_size(per_epoch);
+	}
+	json_array_foreach(per_epoch, e, epoch)
+	{
+		for (int s = 0; s < REPORT_SOURCES; s++) {
+			const json_t *c = json_object_get(epoch, report_source_names[s]);
+			const json_t *samples = json_object_get(c, "samples");
+			const json_t *bytes = json_object_get(c, "bytes");
+
+			if (!json_is_integer(samples) || !json_is_integer(bytes) ||
+			    json_integer_value(samples) < 0 || json_integer_value(bytes) < 0) {
+				report_fail(name,
+				            "node %" PRIu32 ": key 'per_epoch[%zu].%s' is not a "
+				            "count of samples and bytes",
+				            node->node, e, report_source_names[s]);
+				return false;
+			}
+			(*sums)[e * REPORT_SOURCES + s].samples +=
+			        (uint64_t)json_integer_value(samples);
+			(*sums)[e * REPORT_SOURCES + s].bytes +=
+			        (uint64_t)json_integer_value(bytes);
+		}
+	}
+	return true;
+}
+
+/* Add @node's stall histogram (absent: nothing) into @buckets; false if malformed. */
+static bool sum_stalls(const struct node_figures *node, const char *name, uint64_t *buckets,
+                       bool *seen)
+{
+	const json_t *histogram = report_get(node->report, "stall.histogram_us_log2"), *value;
+	size_t b;
+
+	if (!histogram)
+		return true;
+	if (!json_is_array(histogram) || json_array_size(histogram) != STALL_BUCKETS) {
+		report_fail(name,
+		            "node %" PRIu32 ": key 'stall.histogram_us_log2' is not an array of %d "
+		            "counts",
+		            node->node, STALL_BUCKETS);
+		return false;
+	}
+	json_array_foreach(histogram, b, value)
+	{
+		if (!json_is_integer(value) || json_integer_value(value) < 0) {
+			report_fail(name,
+			            "node %" PRIu32
+			            ": key 'stall.histogram_us_log2[%zu]' is not a count",
+			            node->node, b);
+			return false;
+		}
+		buckets[b] += (uint64_t)json_integer_value(value);
+	}
+	*seen = true;
+	return true;
+}
+
+double nopfs_report_stall_percentile(const json_t *histogram, double share)
+{
+	uint64_t total = 0, seen = 0;
+	const json_t *value;
+	size_t b;
+
+	json_array_foreach(histogram, b, value) total += (uint64_t)json_integer_value(value);
+	if (total == 0)
+		return 0;
+	json_array_foreach(histogram, b, value)
+	{
+		seen += (uint64_t)json_integer_value(value);
+		if ((double)seen >= share * (double)total)
+			return (double)(UINT64_C(1) << b) / 1e6;
+	}
+	return 0;
+}
+
+/*
+ * per_epoch (deliveries by epoch and source, over the nodes) and the stall
+ * histogram with its p50 and p99, when the node reports have them.
+ */
+static bool add_distributions(json_t *merged, const struct node_figures *f, size_t count,
+                              const char *const *names)
+{
+	uint64_t buckets[STALL_BUCKETS] = { 0 };
+	struct count *sums = NULL;
+	size_t epochs = 0;
+	bool ok = true, histogram_seen = false, epochs_seen = false;
+
+	for (size_t i = 0; ok && i < count; i++) {
+		const char *name = names ? names[f[i].input] : NULL;
+
+		epochs_seen |= json_object_get(f[i].report, "per_epoch") != NULL;
+		ok = sum_epochs(&f[i], name, &sums, &epochs) &&
+		     sum_stalls(&f[i], name, buckets, &histogram_seen);
+	}
+	if (ok && epochs_seen) {
+		json_t *per_epoch = json_array();
+
+		for (size_t e = 0; e < epochs; e++) {
+			json_t *epoch = json_object();
+
+			for (int s = 0; s < REPORT_SOURCES; s++)
+				json_object_set_new(epoch, report_source_names[s],
+				                    count_json(&sums[e * REPORT_SOURCES + s]));
+			json_array_append_new(per_epoch, epoch);
+		}
+		json_object_set_new(merged, "per_epoch", per_epoch);
+	}
+	if (ok && histogram_seen) {
+		json_t *stall = json_object_get(merged, "stall"), *histogram = json_array();
+
+		for (int b = 0; b < STALL_BUCKETS; b++)
+			json_array_append_new(histogram, json_integer((json_int_t)buckets[b]));
+		json_object_set_new(stall, "p50_seconds",
+		                    json_real(nopfs_report_stall_percentile(histogram, 0.5)));
+		json_object_set_new(stall, "p99_seconds",
+		                    json_real(nopfs_report_stall_percentile(histogram, 0.99)));
+		json_object_set_new(stall, "histogram_us_log2", histogram);
+	}
+	free(sums);
+	return ok;
+}
+
 static json_t *build(const struct node_figures *f, size_t count, uint32_t expected)
 {
 	json_t *merged, *problems = json_array(), *fallbacks = json_object();
@@ -521,6 +667,10 @@ nopfs_status nopfs_report_merge(json_t *const *nodes, const char *const *names, 
 		if (!*merged) {
 			report_fail(NULL, "out of memory");
 			status = NOPFS_ERR_NOMEM;
+		} else if (!add_distributions(*merged, figures, count, names)) {
+			json_decref(*merged);
+			*merged = NULL;
+			status = NOPFS_ERR_FORMAT;
 		}
 	}
 	free(figures);

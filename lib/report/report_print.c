@@ -159,3 +159,31 @@ nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 	        fprintf(out, "nopfs: problem: %s\n", json_string_value(problem));
 	return ferror(out) ? NOPFS_ERR_IO : NOPFS_OK;
 }
+
+nopfs_status nopfs_report_one_line(const json_t *merged, char *line, size_t size)
+{
+	static const char *const short_labels[REPORT_SOURCES] = { "staged", "RAM", "SSD", "peers",
+		                                                  "PFS" };
+	static const int order[REPORT_SOURCES] = { 1, 2, 3, 4, 0 };
+	double total;
+	struct summary s;
+	size_t used;
+
+	if (!read_summary(merged, NULL, &s))
+		return NOPFS_ERR_FORMAT;
+	total = s.delivered_total ? (double)s.delivered_total : 1;
+	used = (size_t)snprintf(line, size,
+	                        "nopfs: %zu/%" PRIu64 " nodes; PFS %.2f x dataset (%.2f x naive); "
+	                        "%" PRIu64 " samples delivered",
+	                        json_array_size(s.reported), s.nodes_expected, s.vs_dataset,
+	                        s.vs_naive, s.delivered_total);
+	for (int i = 0; i < REPORT_SOURCES && used < size; i++)
+		used += (size_t)snprintf(line + used, size - used, "%s %.0f%% %s", i ? "" : ":",
+		                         100.0 * (double)s.delivered[order[i]] / total,
+		                         short_labels[order[i]]);
+	if (used < size)
+		used += (size_t)snprintf(line + used, size - used, "; stalls %.2f s; %zu problem%s",
+		                         s.stall_seconds, json_array_size(s.problems),
+		                         json_array_size(s.problems) == 1 ? "" : "s");
+	return used < size ? NOPFS_OK : NOPFS_ERR_RANGE;
+}

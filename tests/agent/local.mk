@@ -58,7 +58,8 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_security.py \
 	tests/agent/system/test_malformed.py \
 	tests/agent/system/test_shm_full.py \
-	tests/agent/system/test_stop_phases.py
+	tests/agent/system/test_stop_phases.py \
+	tests/agent/system/test_live.py
 TESTS += $(AGENT_SYSTEM_TESTS)
 if HAVE_MPI
 TESTS += tests/agent/system/test_mpi.py

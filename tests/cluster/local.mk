@@ -23,13 +23,16 @@ CLUSTER_TESTS = \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_e2e_quick.sh \
 	tests/cluster/test_examples.sh \
-	tests/cluster/test_installed.sh
+	tests/cluster/test_installed.sh \
+	tests/cluster/test_live.sh \
+	tests/cluster/test_container.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += \
 	$(CLUSTER_TESTS) \
 	tests/cluster/cluster_lock.sh \
 	tests/cluster/cluster_test_lib.sh \
 	tests/cluster/plugin_test_lib.sh \
+	tests/cluster/container_task.sh \
 	tests/cluster/check_job.py \
 	tests/cluster/pfs_watch.py
 # One cluster at a time: cluster tests run one after another.
@@ -44,3 +47,5 @@ tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_e2e_quick.log: tests/cluster/test_security.log
 tests/cluster/test_examples.log: tests/cluster/test_e2e_quick.log
 tests/cluster/test_installed.log: tests/cluster/test_examples.log
+tests/cluster/test_live.log: tests/cluster/test_installed.log
+tests/cluster/test_container.log: tests/cluster/test_live.log

@@ -49,6 +49,8 @@ START_TEST(defaults)
 	ck_assert(config.ram_max_percent == 60);
 	ck_assert_uint_eq(config.ready_timeout, 120);
 	ck_assert_str_eq(config.ssd_base, "");
+	ck_assert(!config.admin_comment);
+	ck_assert_str_eq(config.sacctmgr, "/usr/bin/sacctmgr");
 }
 END_TEST
 
@@ -58,7 +60,8 @@ START_TEST(every_key)
 
 	parse(&config, "enable=no bindir=/opt/nopfs/bin preload=/opt/nopfs/lib/p.so srun=/opt/srun "
 	               "tiers=ram:8G,ssd:100G ram_max=75% ssd_base=/local probe_cache=/var/cache/n "
-	               "report_dir=/scratch/r ready_timeout=30 report_wait=0");
+	               "report_dir=/scratch/r ready_timeout=30 report_wait=0 admin_comment=yes "
+	               "sacctmgr=/opt/slurm/bin/sacctmgr");
 	ck_assert_str_eq(config.error, "");
 	ck_assert(!config.enabled);
 	ck_assert_str_eq(config.bindir, "/opt/nopfs/bin");
@@ -71,6 +74,8 @@ START_TEST(every_key)
 	ck_assert_str_eq(config.report_dir, "/scratch/r");
 	ck_assert_uint_eq(config.ready_timeout, 30);
 	ck_assert_uint_eq(config.report_wait, 0);
+	ck_assert(config.admin_comment);
+	ck_assert_str_eq(config.sacctmgr, "/opt/slurm/bin/sacctmgr");
 }
 END_TEST
 
@@ -95,6 +100,9 @@ START_TEST(errors_name_the_key)
 	expect_error("ready_timeout=soon", "ready_timeout=soon is not valid; accepted: seconds");
 	expect_error("tiers=disk:5G", "unknown tier kind 'disk'");
 	expect_error("report_wait=99999", "report_wait=99999 is not valid");
+	expect_error("admin_comment=sometimes",
+	             "admin_comment=sometimes is not valid; accepted: yes or no");
+	expect_error("sacctmgr=sacctmgr", "sacctmgr=sacctmgr is not valid; accepted: the absolute");
 }
 END_TEST
 

@@ -2,7 +2,9 @@
 
 TESTS += \
 	tests/tools/check_plan_cli.sh \
-	tests/tools/check_report_cli.sh
+	tests/tools/check_report_cli.sh \
+	tests/tools/check_report_compare.sh
 EXTRA_DIST += \
 	tests/tools/check_plan_cli.sh \
-	tests/tools/check_report_cli.sh
+	tests/tools/check_report_cli.sh \
+	tests/tools/check_report_compare.sh

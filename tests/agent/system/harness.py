@@ -84,22 +84,31 @@ class Agent:
     """A standalone nopfs-agent for one node."""
 
     def __init__(self, ws, job_id, seed, epochs, world_size, ranks, tiers, extra=(),
-                 stage=None, wait=True):
+                 stage=None, wait=True, token=None):
+        """With @token (32 hex digits, as the plugin gives), the agent's places are
+        its defaults, /tmp/nopfs-JOB.TOKEN and /dev/shm/nopfs-JOB.TOKEN; @stage
+        another stage directory; @wait: until it is ready."""
         self.ws = ws
         self.job_id = f"{job_id}-{os.getpid()}"
         self.runtime = os.path.join(ws.root, f"run-{job_id}")
         self.stage = stage or f"/dev/shm/nopfs-test-{self.job_id}"
+        places = ["--runtime-dir", self.runtime, "--stage-dir", self.stage]
+        env = dict(os.environ)
+        if token:
+            self.runtime = f"/tmp/nopfs-{self.job_id}.{token}"
+            self.stage = f"/dev/shm/nopfs-{self.job_id}.{token}"
+            places = []
+            env["NOPFS_AGENT_TOKEN"] = token
         self.report = os.path.join(ws.root, f"report-{job_id}.json")
         self.log = os.path.join(ws.root, f"agent-{job_id}.log")
         cmd = [AGENT, "--dataset", ws.data, "--seed", str(seed), "--epochs", str(epochs),
                "--world-size", str(world_size), "--ranks", ",".join(map(str, ranks)),
-               "--job-id", self.job_id, "--runtime-dir", self.runtime, "--stage-dir", self.stage,
-               "--report", self.report, "--log", self.log, "--probe-budget", "1"] + (["--verbose"] if os.environ.get("NOPFS_TEST_VERBOSE") else [])
+               "--job-id", self.job_id] + places + ["--report", self.report, "--log", self.log, "--probe-budget", "1"] + (["--verbose"] if os.environ.get("NOPFS_TEST_VERBOSE") else [])
         for tier in tiers:
             cmd += ["--tier", tier]
         cmd += list(extra)
         self.started = time.time()
-        self.process = subprocess.Popen(cmd)
+        self.process = subprocess.Popen(cmd, env=env)
         if wait:
             self.wait_ready()
 

@@ -180,6 +180,18 @@ START_TEST(merge_three_nodes)
 	for (char *line = summary; *line; line = strchr(line, '\n') + 1)
 		ck_assert_msg(strncmp(line, "nopfs: ", 7) == 0, "unprefixed line in %s", summary);
 	free(summary);
+
+	/* The one-line summary for the job record: the same figures, no comma or quote. */
+	{
+		char line[512], tiny[40];
+
+		ck_assert_int_eq(nopfs_report_one_line(merged, line, sizeof(line)), NOPFS_OK);
+		ck_assert_str_eq(line, "nopfs: 3/3 nodes; PFS 1.11 x dataset (0.37 x naive); 660 "
+		                       "samples delivered: 91% RAM 0% SSD 9% peers 0% PFS 0% "
+		                       "staged; stalls 0.75 s; 0 problems");
+		ck_assert_int_eq(nopfs_report_one_line(merged, tiny, sizeof(tiny)),
+		                 NOPFS_ERR_RANGE);
+	}
 	json_decref(merged);
 	for (int n = 0; n < 3; n++)
 		json_decref(nodes[n]);
