@@ -62,6 +62,19 @@ expect_fail "cannot read the list file" srun -N1 "$D" --nopfs-index=list:"$WORK/
 expect_fail "SLURM_NOPFS_EPOCHS=0: not an epoch count" env SLURM_NOPFS_EPOCHS=0 srun -N1 "$D" true
 expect_fail "not a seed" sbatch -N1 "$D" --nopfs-seed=1x --wrap true
 expect_fail "no such directory" salloc -N1 --nopfs-dataset="$WORK/missing" true
+expect_fail "no directory given" srun -N1 --nopfs-dataset= true
+expect_fail "not a seed" srun -N1 "$D" --nopfs-seed=99999999999999999999999 true
+expect_fail "not a seed" srun -N1 "$D" --nopfs-seed=+5 true
+expect_fail "SLURM_NOPFS_SEED=abc: not a seed" env SLURM_NOPFS_SEED=abc srun -N1 "$D" true
+expect_fail "not an epoch count" srun -N1 "$D" --nopfs-epochs=1000001 true
+expect_fail "not an epoch count" srun -N1 "$D" --nopfs-epochs=2.5 true
+expect_fail "accepted: imagefolder or list:FILE" srun -N1 "$D" --nopfs-index=bogus true
+expect_fail "accepted: imagefolder or list:FILE" srun -N1 "$D" --nopfs-index=list: true
+expect_fail "no path given" srun -N1 "$D" --nopfs-report= true
+expect_fail "accepted: yes or no" srun -N1 "$D" --nopfs-shuffle=sometimes true
+expect_fail "percentage must be in" srun -N1 "$D" --nopfs-tiers=ram:0% true
+expect_fail "has size 0" srun -N1 "$D" --nopfs-tiers=ram:0 true
+expect_fail "is not a size" srun -N1 "$D" --nopfs-tiers=ram:lots true
 jobs_after=$("$NC" run squeue -h -o %i | wc -l)
 if ((jobs_after != jobs_before)); then
 	echo "not ok - a bad option left a job behind"
