@@ -26,7 +26,7 @@ nopfs_status job_use_catalog(struct job *job, const struct agent_options *option
 	job->sampler = options->sampler;
 	job->sampler.world_size = job->layout->world_size;
 	job->sampler.count = nopfs_catalog_count(catalog);
-	job->epochs = options->epochs;
+	job->epochs = options->epochs - options->sampler.first_epoch; /* those planned */
 	status = nopfs_sampler_validate(&job->sampler);
 	if (status != NOPFS_OK)
 		return status;

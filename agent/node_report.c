@@ -189,6 +189,9 @@ json_t *report_json(struct agent *agent)
 	        (json_int_t)atomic_load(&stats->watch_overflows));
 	if (report) {
 		json_object_set_new(report, "final", json_boolean(agent->report_final));
+		/* a resumed job: its "epochs" are those from this one on */
+		json_object_set_new(json_object_get(report, "job"), "start_epoch",
+		                    json_integer((json_int_t)agent->job.sampler.first_epoch));
 		json_object_set_new(report, "per_epoch", per_epoch_json(agent));
 		json_object_set_new(report, "unattributed", sources_json(stats->unattributed));
 		json_object_set_new(report, "peers", peers_json(agent));

@@ -175,6 +175,9 @@ static const struct nopfs_option option_rows[] = {
 	  .id = OPT_STEP },
 	{ NOPFS_OPT_UINT("epochs", "E", "epochs (default 1)", FIELD(epochs), 1, UINT16_MAX - 1),
 	  .id = OPT_STEP },
+	{ NOPFS_OPT_UINT("start-epoch", "K", "a resumed job: plan epochs K to E-1 only (default 0)",
+	                 FIELD(sampler.first_epoch), 0, UINT16_MAX - 2),
+	  .id = OPT_STEP },
 	{ NOPFS_OPT_UINT("world-size", "W", "ranks of the training step", FIELD(sampler.world_size),
 	                 1, UINT16_MAX * 64ULL),
 	  .id = OPT_STEP },
@@ -335,7 +338,14 @@ static nopfs_status finish(struct agent_options *c)
 		            c->local_ranks[c->local_rank_count - 1], c->sampler.world_size);
 		return NOPFS_ERR_RANGE;
 	}
-	if (nopfs_sampler_check_epochs(&c->sampler, c->epochs) != NOPFS_OK)
+	if (c->sampler.first_epoch >= c->epochs) {
+		nopfs_error("--start-epoch %" PRIu32 " is not below --epochs %" PRIu32
+		            " (the script's total: it runs epochs %" PRIu32 " to %" PRIu32 ")",
+		            c->sampler.first_epoch, c->epochs, c->sampler.first_epoch,
+		            c->epochs - 1);
+		return NOPFS_ERR_RANGE;
+	}
+	if (nopfs_sampler_check_epochs(&c->sampler, c->epochs - c->sampler.first_epoch) != NOPFS_OK)
 		return NOPFS_ERR_RANGE;
 	if (c->job_id[0] == '\0' && getenv("SLURM_JOB_ID") &&
 	    strspn(getenv("SLURM_JOB_ID"), "0123456789") == strlen(getenv("SLURM_JOB_ID")) &&

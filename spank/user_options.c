@@ -29,6 +29,7 @@ enum option_id {
 	OPT_DROP_LAST,
 	OPT_VERBOSE,
 	OPT_PLAN,
+	OPT_START_EPOCH,
 	OPT_COUNT
 };
 
@@ -36,7 +37,7 @@ static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_DATASET", "SLURM_NOPFS_SEED",    "SLURM_NOPFS_EPOCHS",
 	"SLURM_NOPFS_INDEX",   "SLURM_NOPFS_TIERS",   "SLURM_NOPFS_REPORT",
 	"SLURM_NOPFS_PRELOAD", "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
-	"SLURM_NOPFS_VERBOSE", "SLURM_NOPFS_PLAN",
+	"SLURM_NOPFS_VERBOSE", "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -69,6 +70,9 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	  "nopfs: the job's running agents re-plan for this step (default yes; no: use them as "
 	  "they are, e.g. for a helper step)",
 	  1, OPT_PLAN, option_cb },
+	{ "nopfs-start-epoch", "K",
+	  "nopfs: a resumed job: the script runs epochs K to E-1 of --nopfs-epochs=E (default 0)",
+	  1, OPT_START_EPOCH, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -254,6 +258,7 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 	struct spank_request *r = &nopfs_request;
 	struct nopfs_tier_list tiers;
 	char what[64], resolved[PATH_MAX];
+	uint64_t parsed;
 	bool flag;
 
 	origin(id, from_env, what, sizeof(what));
@@ -277,6 +282,15 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 	case OPT_EPOCHS:
 		if (check_epochs(what, value, &r->epochs) != 0)
 			return -1;
+		break;
+	case OPT_START_EPOCH:
+		if (nopfs_parse_uint(value, 0, 999999, &parsed) != NOPFS_OK) {
+			user_error("%s=%s: not an epoch; accepted: a whole number from 0 to 999999 "
+			           "(the script's first epoch in this job)",
+			           what, value);
+			return -1;
+		}
+		r->start_epoch = (uint32_t)parsed;
 		break;
 	case OPT_INDEX:
 		if (remote)
@@ -383,6 +397,12 @@ int options_finish(spank_t sp)
 				user_error("--%s needs --nopfs-dataset", options[i].name);
 				return -1;
 			}
+	}
+	if (r->start_epoch >= r->epochs) {
+		user_error("--nopfs-start-epoch=%u is not below --nopfs-epochs=%u: give the "
+		           "script's total epochs, the job runs %u to E-1",
+		           r->start_epoch, r->epochs, r->start_epoch);
+		return -1;
 	}
 	if (r->given[OPT_SEED] && !r->shuffle) {
 		user_error("--nopfs-seed conflicts with --nopfs-shuffle=no: a sampler that does "

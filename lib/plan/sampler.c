@@ -73,12 +73,14 @@ nopfs_status nopfs_sampler_parse_seed(const char *text, struct nopfs_sampler *sa
 
 nopfs_status nopfs_sampler_check_epochs(const struct nopfs_sampler *sampler, uint64_t epochs)
 {
+	uint64_t last = sampler->first_epoch + epochs - 1;
+
 	if (epochs == 0)
 		return NOPFS_OK;
-	if (!sampler->seed_negative && sampler->seed > UINT64_MAX - (epochs - 1)) {
+	if (!sampler->seed_negative && sampler->seed > UINT64_MAX - last) {
 		nopfs_error("seed %" PRIu64 " + epoch %" PRIu64
 		            " exceeds 2^64-1, which torch.manual_seed rejects",
-		            sampler->seed, epochs - 1);
+		            sampler->seed, last);
 		return NOPFS_ERR_RANGE;
 	}
 	return NOPFS_OK;
@@ -90,7 +92,7 @@ uint32_t nopfs_sampler_epoch_seed(const struct nopfs_sampler *sampler, uint64_t 
 	 * torch reinterprets a negative seed as its 64-bit two's complement,
 	 * so in both cases the low 32 bits of seed + epoch are the seed.
 	 */
-	return (uint32_t)(sampler->seed + epoch);
+	return (uint32_t)(sampler->seed + sampler->first_epoch + epoch);
 }
 
 uint64_t nopfs_sampler_per_rank(const struct nopfs_sampler *sampler)

@@ -25,6 +25,11 @@ struct nopfs_sampler {
 	bool seed_negative;  /* seed is a negative int64 (two's complement) */
 	bool drop_last;      /* DistributedSampler(drop_last=...) */
 	bool shuffle;        /* DistributedSampler(shuffle=...) */
+	/*
+	 * A resumed job: the script's epoch that is epoch 0 here (its first
+	 * set_epoch()); epoch e here is the script's first_epoch + e.
+	 */
+	uint32_t first_epoch;
 };
 
 /* Check the fields (count, world size); logs the culprit on error. */
@@ -42,7 +47,7 @@ nopfs_status nopfs_sampler_parse_seed(const char *text, struct nopfs_sampler *sa
  */
 nopfs_status nopfs_sampler_check_epochs(const struct nopfs_sampler *sampler, uint64_t epochs);
 
-/* The 32 bits that seed MT19937 in epoch @epoch. */
+/* The 32 bits that seed MT19937 in epoch @epoch (the script's first_epoch + @epoch). */
 uint32_t nopfs_sampler_epoch_seed(const struct nopfs_sampler *sampler, uint64_t epoch);
 
 /* Samples each rank reads per epoch (DistributedSampler.num_samples). */

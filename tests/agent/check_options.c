@@ -73,6 +73,30 @@ START_TEST(step_replaces_the_step_options_only)
 }
 END_TEST
 
+/* A resumed job's step: epochs K .. E-1 of the script, planned from K. */
+START_TEST(step_start_epoch)
+{
+	struct agent_options base, next;
+
+	parse_base(&base);
+	ck_assert_uint_eq(base.sampler.first_epoch, 0);
+	ck_assert_int_eq(step(&base,
+	                      "--dataset\n/data/b\n--epochs\n90\n--start-epoch\n60\n"
+	                      "--world-size\n2\n--ranks\n1\n",
+	                      &next),
+	                 NOPFS_OK);
+	ck_assert_uint_eq(next.epochs, 90);
+	ck_assert_uint_eq(next.sampler.first_epoch, 60);
+	agent_options_fini(&next);
+	/* not given in a later step: from the start again */
+	ck_assert_int_eq(step(&base, "--dataset\n/data/b\n--world-size\n2\n--ranks\n1\n", &next),
+	                 NOPFS_OK);
+	ck_assert_uint_eq(next.sampler.first_epoch, 0);
+	agent_options_fini(&next);
+	agent_options_fini(&base);
+}
+END_TEST
+
 START_TEST(step_errors_name_the_culprit)
 {
 	static const struct {
@@ -89,6 +113,8 @@ START_TEST(step_errors_name_the_culprit)
 		{ "--seed\n1\n--world-size\n1\n--ranks\n0\n", "--dataset is required" },
 		{ "--dataset\n/d\n--epochs\n0\n--world-size\n1\n--ranks\n0\n", "epochs" },
 		{ "--dataset\n/d\n--world-size\n2\n--ranks\n5\n", "--ranks: rank 5" },
+		{ "--dataset\n/d\n--epochs\n3\n--start-epoch\n3\n--world-size\n1\n--ranks\n0\n",
+		  "--start-epoch 3 is not below --epochs 3" },
 	};
 	struct agent_options base, next;
 
@@ -115,6 +141,7 @@ int main(void)
 
 	tcase_add_test(tc, step_replaces_the_step_options_only);
 	tcase_add_test(tc, step_errors_name_the_culprit);
+	tcase_add_test(tc, step_start_epoch);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
 	srunner_run_all(runner, CK_NORMAL);

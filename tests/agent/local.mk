@@ -59,6 +59,7 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_malformed.py \
 	tests/agent/system/test_shm_full.py \
 	tests/agent/system/test_stop_phases.py \
+	tests/agent/system/test_resume.py \
 	tests/agent/system/test_live.py
 TESTS += $(AGENT_SYSTEM_TESTS)
 if HAVE_MPI

@@ -48,6 +48,8 @@ def main():
                         default=int(os.environ.get("WORLD_SIZE", os.environ.get("SLURM_NTASKS", 1))))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--start-epoch", type=int, default=0,
+                        help="a resumed job: run epochs START to EPOCHS-1")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--sleep", type=float, default=0.0, help="compute per batch (s)")
@@ -63,7 +65,7 @@ def main():
     out_path = args.out.replace("%r", str(args.rank))
     out = sys.stdout if out_path == "-" else open(out_path, "w", buffering=1)
     start = time.time()
-    for epoch in range(args.epochs):
+    for epoch in range(args.start_epoch, args.epochs):
         sampler.set_epoch(epoch)
         for indices, labels, digests in loader:
             for index, label, digest in zip(indices.tolist(), labels.tolist(), digests):

@@ -1,5 +1,6 @@
 /* Sampler: MT19937, DistributedSampler arithmetic, and torch's stored streams. */
 #include <check.h>
+#include <string.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,31 @@ START_TEST(per_rank_and_total_size)
 	s.count = 2;
 	s.world_size = 5;
 	ck_assert_uint_eq(nopfs_sampler_per_rank(&s), 1);
+}
+END_TEST
+
+/* A resumed job: epoch e of a sampler starting at K is the script's epoch K + e. */
+START_TEST(first_epoch_shifts_the_epochs)
+{
+	struct nopfs_sampler whole = {
+		.count = 1000, .world_size = 3, .shuffle = true, .seed = 42
+	};
+	struct nopfs_sampler resumed = whole;
+	uint32_t a[1000], b[1000];
+
+	resumed.first_epoch = 7;
+	for (uint64_t e = 0; e < 3; e++) {
+		nopfs_sampler_permutation(&whole, 7 + e, a);
+		nopfs_sampler_permutation(&resumed, e, b);
+		ck_assert_mem_eq(a, b, sizeof(a));
+		ck_assert_uint_eq(nopfs_sampler_epoch_seed(&resumed, e), 42 + 7 + e);
+	}
+	nopfs_sampler_permutation(&whole, 0, a);
+	ck_assert_int_ne(memcmp(a, b, sizeof(a)), 0);
+	/* the last epoch counts from the script's first: seed + K + epochs - 1 */
+	resumed.seed = UINT64_MAX - 9;
+	ck_assert_int_eq(nopfs_sampler_check_epochs(&resumed, 3), NOPFS_OK);
+	ck_assert_int_eq(nopfs_sampler_check_epochs(&resumed, 4), NOPFS_ERR_RANGE);
 }
 END_TEST
 
@@ -188,6 +214,7 @@ int main(void)
 	tcase_add_test(basics, mt19937_reference_outputs);
 	tcase_add_test(basics, per_rank_and_total_size);
 	tcase_add_test(basics, padding_repeats_the_head);
+	tcase_add_test(basics, first_epoch_shifts_the_epochs);
 	tcase_add_test(basics, seed_parsing);
 	tcase_add_test(basics, epoch_range_is_checked);
 	tcase_add_test(basics, invalid_samplers_are_rejected);
