@@ -12,6 +12,7 @@ EXTRA_DIST += \
 	contrib/examples/ddp-dataset.sbatch \
 	contrib/examples/mpi.sbatch \
 	contrib/examples/plan-before-job.sh \
+	contrib/examples/resumed.sbatch \
 	contrib/examples/train_ddp.py \
 	contrib/examples/train_ddp_nopfs.py \
 	.ci/run

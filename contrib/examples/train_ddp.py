@@ -67,6 +67,11 @@ def parse_args():
     parser.add_argument("--start-method", default="fork", choices=("fork", "spawn"),
                         help="how DataLoader workers start")
     parser.add_argument("--digests", help="per-sample SHA-256 output; %%r is the rank")
+    parser.add_argument("--checkpoint", help="saved after each epoch (rank 0); with --resume, "
+                        "training goes on from the epoch after the saved one")
+    parser.add_argument("--resume", action="store_true")
+    parser.add_argument("--stop-after", type=int,
+                        help="end after this many epochs, as a job at its time limit would")
     return parser.parse_args()
 
 
@@ -90,8 +95,17 @@ def main(make_dataset=image_folder):
     loss_fn = torch.nn.CrossEntropyLoss()
     digests = open(args.digests.replace("%r", str(rank)), "w") if args.digests else None
 
+    first = 0
+    if args.resume and args.checkpoint and os.path.exists(args.checkpoint):
+        saved = torch.load(args.checkpoint)
+        model.module.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        first = saved["epoch"] + 1
+        if rank == 0:
+            print(f"resumed after epoch {saved['epoch']}", flush=True)
+    last = args.epochs if args.stop_after is None else min(args.epochs, first + args.stop_after)
     start = time.time()
-    for epoch in range(args.epochs):
+    for epoch in range(first, last):
         sampler.set_epoch(epoch)
         total, batches = 0.0, 0
         for histograms, labels, indices, sums in loader:
@@ -106,9 +120,13 @@ def main(make_dataset=image_folder):
                     digests.write(f"{epoch} {index} {label} {digest}\n")
         if rank == 0:
             print(f"epoch {epoch}: mean loss {total / max(1, batches):.4f}", flush=True)
+            if args.checkpoint:
+                torch.save({"epoch": epoch, "model": model.module.state_dict(),
+                            "optimizer": optimizer.state_dict()}, args.checkpoint + ".new")
+                os.replace(args.checkpoint + ".new", args.checkpoint)
     if digests:
         digests.close()
-    print(f"rank {rank}/{world}: {args.epochs} epochs in {time.time() - start:.2f} s",
+    print(f"rank {rank}/{world}: epochs {first} to {last - 1} in {time.time() - start:.2f} s",
           file=sys.stderr)
     dist.destroy_process_group()
 

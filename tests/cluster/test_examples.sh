@@ -82,7 +82,41 @@ else
 	fail=1
 fi
 
-# 3. The C/MPI program under the interposer.
+# 3. A chain of two jobs: the first stops after epoch 0 (as at a time
+# limit), the second goes on from its checkpoint with --nopfs-start-epoch=1:
+# its agents plan epochs 1 and 2 only, and every request follows that plan.
+chain_job() { # NAME [VAR=VALUE...]: resumed.sbatch with these settings
+	local name=$1
+	shift
+	(cd "$EX" && timeout -k 5 300 "${RUNU[@]}" env DATA="$WORK/data" EPOCHS=3 SEED=9 \
+		CHECKPOINT="$WORK/run.pt" REPORT="$WORK/$name.json" DIGESTS="$WORK/$name-%r.txt" "$@" \
+		sbatch --wait -o "$WORK/$name.out" --export=ALL resumed.sbatch >/dev/null 2>&1) || true
+	cat "$WORK/$name.out" 2>/dev/null || true
+}
+chain_job chain-1 STOP_AFTER=1
+chain_job chain-2
+if grep -q "^epoch 0: mean loss" "$WORK/chain-1.out" && ! grep -q "^epoch 1" "$WORK/chain-1.out" &&
+	grep -q "^resumed after epoch 0" "$WORK/chain-2.out" && grep -q "^epoch 2: mean loss" "$WORK/chain-2.out" &&
+	wait_report "$WORK/chain-1.json" && wait_report "$WORK/chain-2.json" &&
+	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
+		--outs "$WORK/chain-2-*.txt" --samples 600 --report "$WORK/chain-2.json" &&
+	"$PYTHON" - "$WORK/chain-2.json" <<'PY'; then
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["start_epoch"] == 1 and report["epochs"] == 2, (report["start_epoch"], report["epochs"])
+mismatched = sum(n["stream"]["mismatched_requests"] for n in report["per_node"])
+skipped = sum(n["stream"].get("skipped_positions", 0) for n in report["per_node"])
+assert mismatched == 0 and skipped < 20, (mismatched, skipped)
+print(f"ok - resumed.sbatch: the second job of a chain planned the script's epochs 1 and 2: "
+      f"0 requests off the plan, {skipped} positions skipped; PFS {report['vs_dataset']:.2f} x S")
+PY
+	echo "ok - resumed.sbatch: a chain of two jobs (epoch 0, then 1 and 2 from the checkpoint)"
+else
+	echo "not ok - resumed.sbatch"
+	fail=1
+fi
+
+# 4. The C/MPI program under the interposer.
 run_mpi_example() {
 	rm -f "$WORK/mpi.json" "$WORK"/mpi-*.txt
 	(cd "$EX" && timeout -k 5 300 "${RUNU[@]}" env DATA="$WORK/data" EPOCHS=2 SEED=5 \
