@@ -28,6 +28,9 @@ enum agent_phase {
 	PHASES,
 };
 
+/* The most the dataset's metadata may take (catalog/meta.h); beyond it, the PFS. */
+#define AGENT_META_BUDGET ((size_t)1 << 30)
+
 struct agent {
 	struct agent_options options;
 	struct agent_lock lock; /* one agent per job and node */
@@ -51,6 +54,11 @@ struct agent {
 	bool serving;      /* agent_serve_start() succeeded, agent_serve_stop() not called */
 	bool report_final; /* the agent is done: the next report is its last */
 	char shared_catalog[4096]; /* node 0: the catalog it shared, removed at exit */
+	char shared_meta[4096];    /* node 0: the metadata it shared, removed at exit */
+	void *meta;                /* the dataset's metadata (catalog/meta.h), or NULL */
+	size_t meta_length;
+	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */
+	char stage_meta[4096]; /* where the tasks find it, removed when serving stops */
 
 	/* Plans (replan.c): the agent's first is generation 0. */
 	uint32_t generation;               /* of the plan followed */

@@ -354,6 +354,7 @@ int main(int argc, char **argv)
 	               agent.bootstrap.active ? agent.bootstrap.nodes : 0) != NOPFS_OK ||
 	    team_catalog(&agent) != NOPFS_OK)
 		goto out_job;
+	team_publish_metadata(&agent);
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
 	if (phase_probe(&agent) != NOPFS_OK)
 		goto out_job;
@@ -386,6 +387,7 @@ int main(int argc, char **argv)
 	rc = 0;
 
 out_serve:
+	team_withdraw_metadata(&agent);
 	unlink(agent.ready_path);
 	agent_serve_stop(&agent);
 out_report:

@@ -12,6 +12,7 @@
 #include "agent.h"
 #include "notices.h"
 #include "team.h"
+#include "catalog/meta.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/private.h"
@@ -48,6 +49,112 @@ static nopfs_status read_file(const char *path, void **data, size_t *length)
 	return status;
 }
 
+/* Keep the metadata buffer @data of @length bytes, when it is valid. */
+static void keep_metadata(struct agent *agent, void *data, size_t length, const char *origin)
+{
+	struct nopfs_meta_view view;
+	const char *why;
+
+	if (nopfs_meta_view_init(&view, data, length, &why) != NOPFS_OK) {
+		nopfs_warning("the dataset's metadata from %s %s: ranks ask the PFS for it", origin,
+		              why);
+		free(data);
+		return;
+	}
+	agent->meta = data;
+	agent->meta_length = length;
+	agent->meta_dirs = view.header->dir_count;
+	agent->meta_entries = view.header->entry_count;
+	agent->meta_unlisted = view.header->unlisted;
+	if (view.header->unlisted)
+		nopfs_warning("the dataset's metadata leaves out %" PRIu32
+		              " directories (budget, unreadable or cycles): ranks ask the PFS for "
+		              "those",
+		              view.header->unlisted);
+}
+
+/* Scan the dataset's metadata (node 0, or a node alone). */
+static void scan_metadata(struct agent *agent, const struct nopfs_catalog *catalog)
+{
+	const char *root = nopfs_catalog_root(catalog);
+	void *data;
+	size_t length;
+
+	if (!root || root[0] != '/' ||
+	    nopfs_meta_scan(root, AGENT_META_BUDGET, &data, &length) != NOPFS_OK) {
+		nopfs_warning("the dataset's metadata is not served: ranks ask the PFS for it");
+		return;
+	}
+	keep_metadata(agent, data, length, "the scan");
+}
+
+/* Node 0: share the metadata beside the catalog at @catalog_path. */
+static void share_metadata(struct agent *agent, const char *catalog_path)
+{
+	if (!agent->meta ||
+	    (size_t)snprintf(agent->shared_meta, sizeof(agent->shared_meta), "%s.meta",
+	                     catalog_path) >= sizeof(agent->shared_meta) ||
+	    nopfs_atomic_write(agent->shared_meta, 0600, agent->meta, agent->meta_length) !=
+	            NOPFS_OK) {
+		if (agent->meta)
+			nopfs_warning("cannot share the dataset's metadata in '%s.meta': the other "
+			              "nodes' ranks ask the PFS for it",
+			              catalog_path);
+		agent->shared_meta[0] = '\0';
+	}
+}
+
+/* Every other node: node 0's metadata beside its catalog at @catalog_path. */
+static void receive_metadata(struct agent *agent, const char *catalog_path)
+{
+	char path[PATH_MAX + 8];
+	void *data;
+	size_t length;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.meta", catalog_path) >= sizeof(path))
+		return;
+	/* the share directory may be anyone's: only a file of this user is believed */
+	fd = nopfs_private_file_open_for(AT_FDCWD, path, O_RDONLY, 0, geteuid());
+	if (fd < 0 || nopfs_read_all(fd, SIZE_MAX, &data, &length) != NOPFS_OK) {
+		nopfs_warning("no dataset metadata from node 0 in '%s' (%m): ranks ask the PFS "
+		              "for it",
+		              path);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	keep_metadata(agent, data, length, path);
+}
+
+void team_publish_metadata(struct agent *agent)
+{
+	const char *stage_dir = agent->options.stage_dir;
+
+	if (!agent->meta)
+		return;
+	if ((size_t)snprintf(agent->stage_meta, sizeof(agent->stage_meta), "%s/meta", stage_dir) >=
+	            sizeof(agent->stage_meta) ||
+	    nopfs_atomic_write(agent->stage_meta, 0600, agent->meta, agent->meta_length) !=
+	            NOPFS_OK) {
+		nopfs_warning("cannot write the dataset's metadata in '%s': ranks ask the PFS "
+		              "for it",
+		              stage_dir);
+		agent->stage_meta[0] = '\0';
+		return;
+	}
+	nopfs_info("metadata: %" PRIu32 " directories, %" PRIu32 " entries served to the ranks",
+	           agent->meta_dirs, agent->meta_entries);
+}
+
+void team_withdraw_metadata(struct agent *agent)
+{
+	if (agent->stage_meta[0])
+		unlink(agent->stage_meta);
+	agent->stage_meta[0] = '\0';
+}
+
 /* Node 0: build the catalog and, with a share directory, publish it there. */
 static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **catalog,
                                   char *announce, size_t length)
@@ -59,6 +166,8 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 
 	announce[0] = '\0';
 	status = job_open_catalog(options, catalog, &agent->job.catalog_from_cache);
+	if (status == NOPFS_OK && options->share_dir[0] == '\0')
+		scan_metadata(agent, *catalog);
 	if (status != NOPFS_OK || options->share_dir[0] == '\0')
 		return status;
 	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog), "%s/%s.catalog",
@@ -72,10 +181,13 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 		return status;
 	status = write_file(agent->shared_catalog, buffer, size);
 	free(buffer);
-	if (status == NOPFS_OK)
+	if (status == NOPFS_OK) {
+		scan_metadata(agent, *catalog);
+		share_metadata(agent, agent->shared_catalog);
 		snprintf(announce, length, "%s", agent->shared_catalog);
-	else
+	} else {
 		agent->shared_catalog[0] = '\0';
+	}
 	return status;
 }
 
@@ -83,11 +195,19 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 static nopfs_status receive_catalog(struct agent *agent, const char *announced,
                                     struct nopfs_catalog **catalog)
 {
+	nopfs_status status;
+
 	if (announced[0] == '\0') {
 		nopfs_warning("no --share-dir: this node scans the dataset itself");
-		return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
+		status = job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
+		if (status == NOPFS_OK)
+			scan_metadata(agent, *catalog);
+		return status;
 	}
-	return team_load_catalog(announced, catalog);
+	status = team_load_catalog(announced, catalog);
+	if (status == NOPFS_OK)
+		receive_metadata(agent, announced);
+	return status;
 }
 
 nopfs_status team_catalog(struct agent *agent)
@@ -101,6 +221,8 @@ nopfs_status team_catalog(struct agent *agent)
 	if (!agent->bootstrap.active) {
 		status =
 		        job_open_catalog(&agent->options, &catalog, &agent->job.catalog_from_cache);
+		if (status == NOPFS_OK)
+			scan_metadata(agent, catalog);
 		return status == NOPFS_OK ? job_use_catalog(&agent->job, &agent->options, catalog)
 		                          : status;
 	}
@@ -283,6 +405,12 @@ void team_fini(struct agent *agent)
 	if (agent->shared_catalog[0])
 		unlink(agent->shared_catalog);
 	agent->shared_catalog[0] = '\0';
+	if (agent->shared_meta[0])
+		unlink(agent->shared_meta);
+	agent->shared_meta[0] = '\0';
+	team_withdraw_metadata(agent);
+	free(agent->meta);
+	agent->meta = NULL;
 }
 
 /* A peer asks for @sample: answer from a local tier if it is there. */

@@ -19,6 +19,18 @@ static const char *const real_names[REAL_COUNT] = {
 	[REAL_OPENAT_2] = "__openat_2", [REAL_OPENAT64_2] = "__openat64_2",
 	[REAL_FOPEN] = "fopen",         [REAL_FOPEN64] = "fopen64",
 	[REAL_FREOPEN] = "freopen",     [REAL_FREOPEN64] = "freopen64",
+	[REAL_OPENDIR] = "opendir",     [REAL_FDOPENDIR] = "fdopendir",
+	[REAL_READDIR] = "readdir",     [REAL_READDIR64] = "readdir64",
+	[REAL_READDIR_R] = "readdir_r", [REAL_READDIR64_R] = "readdir64_r",
+	[REAL_REWINDDIR] = "rewinddir", [REAL_SEEKDIR] = "seekdir",
+	[REAL_TELLDIR] = "telldir",     [REAL_DIRFD] = "dirfd",
+	[REAL_CLOSEDIR] = "closedir",   [REAL_SCANDIR] = "scandir",
+	[REAL_SCANDIR64] = "scandir64", [REAL_STAT] = "stat",
+	[REAL_STAT64] = "stat64",       [REAL_LSTAT] = "lstat",
+	[REAL_LSTAT64] = "lstat64",     [REAL_FSTATAT] = "fstatat",
+	[REAL_FSTATAT64] = "fstatat64", [REAL_STATX] = "statx",
+	[REAL_ACCESS] = "access",       [REAL_FACCESSAT] = "faccessat",
+	[REAL_REALPATH] = "realpath",
 };
 
 typedef int (*open_function)(const char *, int, ...);
