@@ -57,6 +57,7 @@ struct nopfs_meta_entry {
 	uint64_t d_ino;       /* as readdir gave it */
 	uint64_t target;      /* symlink: offset of the target's real path, else 0 */
 	int32_t target_error; /* symlink whose real path failed: its errno */
+	uint64_t link;        /* symlink: offset of its contents (readlink), else 0 */
 	uint32_t dir;         /* the directory listed at this entry (after following), or NONE */
 	uint8_t d_type;
 	uint8_t pad[7];

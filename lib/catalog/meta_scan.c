@@ -204,7 +204,16 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 			continue;
 		stat_at(fd, name, AT_SYMLINK_NOFOLLOW, &e->lstat);
 		if (!e->lstat.error && S_ISLNK(e->lstat.mode)) {
+			char contents[PATH_MAX];
+			ssize_t n = readlinkat(fd, name, contents, sizeof(contents) - 1);
+
 			stat_at(fd, name, 0, &e->stat);
+			if (n > 0) {
+				contents[n] = '\0';
+				e->link = add_name(scan, contents);
+				e = &scan->entries[i];
+				name = scan->names + e->name;
+			}
 			if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, name) <
 			    sizeof(child))
 				e->target = real_name(scan, child, &e->target_error);

@@ -64,7 +64,7 @@ lib_libnopfs_preload_la_CFLAGS = $(AM_CFLAGS) -fno-delete-null-pointer-checks -W
 lib_libnopfs_preload_la_LDFLAGS = \
 	-module \
 	-avoid-version \
-	-export-symbols-regex '^(open|open64|openat|openat64|__open_2|__open64_2|__openat_2|__openat64_2|fopen|fopen64|freopen|freopen64|opendir|fdopendir|readdir|readdir64|readdir_r|readdir64_r|rewinddir|seekdir|telldir|dirfd|closedir|scandir|scandir64|stat|stat64|lstat|lstat64|fstatat|fstatat64|statx|access|faccessat|realpath)$$'
+	-export-symbols-regex '^(open|open64|openat|openat64|__open_2|__open64_2|__openat_2|__openat64_2|fopen|fopen64|freopen|freopen64|opendir|fdopendir|readdir|readdir64|readdir_r|readdir64_r|rewinddir|seekdir|telldir|dirfd|closedir|scandir|scandir64|stat|stat64|lstat|lstat64|fstatat|fstatat64|statx|access|faccessat|realpath|readlink|readlinkat)$$'
 nopfsincludedir = $(includedir)/nopfs
 nopfsinclude_HEADERS = \
 	lib/task/nopfs.h \

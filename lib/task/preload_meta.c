@@ -2,7 +2,7 @@
  * The interposer's metadata entry points: opendir, fdopendir, readdir,
  * readdir64, readdir_r, readdir64_r, rewinddir, seekdir, telldir, dirfd,
  * closedir, scandir, scandir64, stat, stat64, lstat, lstat64, fstatat,
- * fstatat64, statx, access, faccessat and realpath. For a path in the
+ * fstatat64, statx, access, faccessat, realpath, readlink and readlinkat. For a path in the
  * dataset they answer from the metadata the agent scanned once for the job
  * (catalog/meta.h), with what the real call would give when the dataset is
  * as it was then; everything else, and anything the metadata does not know
@@ -503,6 +503,57 @@ char *realpath(const char *path, char *resolved)
 		return NULL;
 	}
 	return real(path, resolved);
+}
+
+/* ------------------------------------------------------------------------
+ * readlink, readlinkat.
+ */
+
+typedef ssize_t (*readlinkat_function)(int, const char *, char *, size_t);
+
+ssize_t readlinkat(int dirfd, const char *path, char *buffer, size_t size)
+{
+	const struct nopfs_meta_entry *e = NULL;
+	readlinkat_function real;
+	struct lookup l;
+	int saved_errno = errno;
+	ssize_t answer = -2;
+
+	if (!nopfs_preload_busy && path && buffer && size) {
+		nopfs_preload_busy = 1;
+		if (lookup(dirfd, path, false, &l)) {
+			if (l.found == NOPFS_META_ERROR) {
+				saved_errno = l.error;
+				answer = -1;
+			} else if (!(e = &l.view->entries[l.entry])->lstat.error &&
+			           (!S_ISLNK(e->lstat.mode) || l.followed)) {
+				saved_errno = EINVAL;
+				answer = -1;
+			} else if (e->lstat.error) {
+				saved_errno = e->lstat.error;
+				answer = -1;
+			} else if (e->link) {
+				const char *contents = nopfs_meta_name(l.view, e->link);
+				size_t length = strlen(contents);
+
+				answer = (ssize_t)(length < size ? length : size);
+				memcpy(buffer, contents, (size_t)answer);
+			}
+		}
+		nopfs_preload_busy = 0;
+		errno = saved_errno;
+		if (answer != -2)
+			return answer;
+	}
+	real = REAL(REAL_READLINKAT, readlinkat_function);
+	if (!real)
+		return (ssize_t)syscall(SYS_readlinkat, dirfd, path, buffer, size);
+	return real(dirfd, path, buffer, size);
+}
+
+ssize_t readlink(const char *path, char *buffer, size_t size)
+{
+	return readlinkat(AT_FDCWD, path, buffer, size);
 }
 
 /* ------------------------------------------------------------------------

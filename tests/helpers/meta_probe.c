@@ -7,7 +7,8 @@
  *
  * LIST holds paths separated by NUL bytes. For each path: stat, lstat,
  * stat64, lstat64, fstatat (following or not), statx, access and faccessat
- * (R_OK, X_OK, F_OK), realpath (given a buffer and not), and for a directory
+ * (R_OK, X_OK, F_OK), realpath (given a buffer and not), readlink (into 3
+ * bytes, then the whole), and for a directory
  * opendir + readdir (name, d_type, d_ino of each entry), readdir64,
  * readdir_r, telldir/seekdir/rewinddir (the same entries again), scandir
  * with alphasort, and fdopendir of an open descriptor. Every failure prints
@@ -246,6 +247,21 @@ static void probe(const char *path)
 	else
 		printf("error %s", strerrorname_np(errno));
 	free(allocated);
+	printf("\n  readlink ");
+	{
+		ssize_t n = readlink(path, resolved, 3);
+
+		if (n >= 0) {
+			resolved[n] = '\0';
+			print_bytes(resolved);
+			n = readlink(path, resolved, sizeof(resolved) - 1);
+			resolved[n > 0 ? n : 0] = '\0';
+			printf(" ");
+			print_bytes(resolved);
+		} else {
+			printf("error %s", strerrorname_np(errno));
+		}
+	}
 	printf("\n");
 	if (rc == 0 && S_ISDIR(st.st_mode)) {
 		list(path);

@@ -130,14 +130,18 @@ TESTS += \
 	tests/lib/task/check_client \
 	tests/lib/task/check_client_ctypes.sh \
 	tests/lib/task/check_preload.sh \
+	tests/lib/task/check_preload_meta.sh \
 	tests/lib/report/check_report
 EXTRA_DIST += \
 	tests/data/sampler_vectors.txt \
 	tests/lib/plan/sampler_torch.py \
 	tests/lib/plan/check_sampler_torch.sh \
 	tests/lib/catalog/catalog_torch.py \
+	tests/lib/catalog/odd_tree.py \
 	tests/lib/catalog/check_catalog_torch.sh \
 	tests/lib/task/check_client_ctypes.sh \
 	tests/lib/task/client_ctypes.py \
 	tests/lib/task/check_preload.sh \
-	tests/lib/task/preload_python.py
+	tests/lib/task/preload_python.py \
+	tests/lib/task/check_preload_meta.sh \
+	tests/lib/task/preload_meta.py
