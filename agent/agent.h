@@ -59,6 +59,7 @@ struct agent {
 	size_t meta_length;
 	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */
 	char stage_meta[4096]; /* where the tasks find it, removed when serving stops */
+	bool meta_published;   /* the tasks were given it */
 
 	/* Plans (replan.c): the agent's first is generation 0. */
 	uint32_t generation;               /* of the plan followed */

@@ -13,6 +13,7 @@
 #include "notices.h"
 #include "team.h"
 #include "catalog/meta.h"
+#include "task/runtime.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/private.h"
@@ -134,8 +135,8 @@ void team_publish_metadata(struct agent *agent)
 
 	if (!agent->meta)
 		return;
-	if ((size_t)snprintf(agent->stage_meta, sizeof(agent->stage_meta), "%s/meta", stage_dir) >=
-	            sizeof(agent->stage_meta) ||
+	if ((size_t)snprintf(agent->stage_meta, sizeof(agent->stage_meta),
+	                     "%s/" NOPFS_STAGE_META_NAME, stage_dir) >= sizeof(agent->stage_meta) ||
 	    nopfs_atomic_write(agent->stage_meta, 0600, agent->meta, agent->meta_length) !=
 	            NOPFS_OK) {
 		nopfs_warning("cannot write the dataset's metadata in '%s': ranks ask the PFS "
@@ -144,6 +145,7 @@ void team_publish_metadata(struct agent *agent)
 		agent->stage_meta[0] = '\0';
 		return;
 	}
+	agent->meta_published = true;
 	nopfs_info("metadata: %" PRIu32 " directories, %" PRIu32 " entries served to the ranks",
 	           agent->meta_dirs, agent->meta_entries);
 }

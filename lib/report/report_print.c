@@ -27,7 +27,9 @@ struct summary {
 	uint64_t delivered[REPORT_SOURCES], delivered_total, delivered_staged;
 	uint64_t stall_requests;
 	double stall_seconds, stall_max_seconds;
-	uint64_t replans; /* 0 in reports before re-planning */
+	uint64_t replans;                                 /* 0 in reports before re-planning */
+	uint64_t meta_served, meta_passed, meta_unlisted; /* 0 in reports before them */
+	const json_t *meta_per_rank;                      /* NULL: none */
 };
 
 static bool read_summary(const json_t *merged, const char *name, struct summary *s)
@@ -64,6 +66,14 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 	s->replans = 0;
 	if (json_object_get(merged, "replans"))
 		report_uint(&keys, "replans", &s->replans);
+	s->meta_served = s->meta_passed = s->meta_unlisted = 0;
+	s->meta_per_rank = NULL;
+	if (json_object_get(merged, "metadata")) {
+		report_uint(&keys, "metadata.served", &s->meta_served);
+		report_uint(&keys, "metadata.passed", &s->meta_passed);
+		report_uint(&keys, "metadata.unlisted", &s->meta_unlisted);
+		report_object(&keys, "metadata.per_rank", &s->meta_per_rank);
+	}
 	if (!keys.ok)
 		return false;
 	json_array_foreach(s->problems, i, problem)
@@ -123,6 +133,50 @@ static void print_delivered(const struct summary *s, FILE *out)
 	        s->delivered_staged, s->delivered_total - s->delivered_staged);
 }
 
+/*
+ * "metadata saved": the dataset metadata calls of the ranks (opendir, readdir,
+ * stat, ...) answered from the catalog instead of the PFS, in all and per rank.
+ */
+static void print_metadata(const struct summary *s, FILE *out)
+{
+	uint64_t total = s->meta_served + s->meta_passed;
+	const char *name;
+	const json_t *rank;
+
+	if (total == 0 && s->meta_unlisted == 0)
+		return;
+	fprintf(out,
+	        "nopfs: metadata saved: %" PRIu64 " of %" PRIu64
+	        " dataset metadata calls by the ranks answered from the catalog, %" PRIu64
+	        " reached the PFS",
+	        s->meta_served, total, s->meta_passed);
+	if (s->meta_unlisted)
+		fprintf(out, " (%" PRIu64 " directories left out of the catalog)",
+		        s->meta_unlisted);
+	fputc('\n', out);
+	if (!s->meta_per_rank || json_object_size(s->meta_per_rank) == 0)
+		return;
+	if (json_object_size(s->meta_per_rank) > 16) {
+		json_int_t most = 0;
+
+		json_object_foreach((json_t *)s->meta_per_rank, name,
+		                    rank) if (json_integer_value(json_object_get(rank, "passed")) >
+		                              most) most =
+		        json_integer_value(json_object_get(rank, "passed"));
+		fprintf(out,
+		        "nopfs: metadata per rank: %zu ranks, at most %" JSON_INTEGER_FORMAT
+		        " calls of one rank reached the PFS\n",
+		        json_object_size(s->meta_per_rank), most);
+		return;
+	}
+	fprintf(out, "nopfs: metadata per rank (served/PFS):");
+	json_object_foreach((json_t *)s->meta_per_rank, name, rank)
+	        fprintf(out, " %s:%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT, name,
+	                json_integer_value(json_object_get(rank, "served")),
+	                json_integer_value(json_object_get(rank, "passed")));
+	fputc('\n', out);
+}
+
 nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 {
 	struct summary s;
@@ -144,6 +198,7 @@ nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 	        "naive); probe read %s more\n",
 	        format_bytes(s.pfs_bytes, size, sizeof(size)), s.vs_dataset, (double)s.epochs,
 	        s.vs_naive, format_bytes(s.probe_bytes, more, sizeof(more)));
+	print_metadata(&s, out);
 	if (s.replans)
 		fprintf(out,
 		        "nopfs: the agents planned for %" PRIu64 " later step%s with other options "

@@ -461,7 +461,7 @@ static int load_meta(void)
 
 	if (!stage_dir_usable())
 		return -1;
-	status = nopfs_stage_dir_openat(&stage, "meta", 0, -1, &fd, &why);
+	status = nopfs_stage_dir_openat(&stage, NOPFS_STAGE_META_NAME, 0, -1, &fd, &why);
 	if (status != NOPFS_OK) {
 		if (status != NOPFS_ERR_NOT_FOUND)
 			warn_once(&warned_meta, "metadata %s/meta %s: not used", stage.path, why);
@@ -498,7 +498,8 @@ static bool meta_still_there(void)
 
 	if (now - __atomic_load_n(&meta.checked_ms, __ATOMIC_RELAXED) < 1000)
 		return true;
-	if (!stage_dir_usable() || fstatat(stage.fd, "meta", &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	if (!stage_dir_usable() ||
+	    fstatat(stage.fd, NOPFS_STAGE_META_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
 	    st.st_ino != meta.inode) {
 		__atomic_store_n(&meta.state, -1, __ATOMIC_RELAXED);
 		debug_log("metadata: gone from %s, the PFS answers from now on", stage.path);
@@ -572,8 +573,39 @@ void nopfs_preload_forget_after_fork(void)
 	memset(&counts, 0, sizeof(counts));
 }
 
+/*
+ * Leave this process' metadata counts in the staging directory for the
+ * agent's report: ".meta-RANK-PID-NS" (0600, created exclusively, never
+ * through a link), one line "nopfs-meta 1 RANK SERVED PASSED".
+ */
+static void leave_meta_counts(void)
+{
+	uint64_t served = __atomic_load_n(&counts.meta_served, __ATOMIC_RELAXED);
+	uint64_t passed = __atomic_load_n(&counts.meta_passed, __ATOMIC_RELAXED);
+	struct timespec now;
+	char name[96], line[128];
+	int fd, length;
+
+	if (served + passed == 0 || !stage_dir_usable())
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	snprintf(name, sizeof(name), NOPFS_STAGE_META_COUNTS_PREFIX "%" PRId32 "-%d-%ld%09ld",
+	         config.rank, (int)getpid(), (long)now.tv_sec, now.tv_nsec);
+	fd = nopfs_preload_real_openat(stage.fd, name,
+	                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	length = snprintf(line, sizeof(line), "nopfs-meta 1 %" PRId32 " %" PRIu64 " %" PRIu64 "\n",
+	                  config.rank, served, passed);
+	if (write(fd, line, (size_t)length) != length)
+		unlinkat(stage.fd, name, 0);
+	close(fd);
+}
+
 void nopfs_preload_report(void)
 {
+	if (config.enabled)
+		leave_meta_counts();
 	if (!config.debug || !config.enabled)
 		return;
 	debug_log("served %" PRIu64 " staged, %" PRIu64

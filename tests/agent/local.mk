@@ -47,7 +47,8 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_replan.py \
 	tests/agent/system/test_wrong_seed.py \
 	tests/agent/system/test_security.py \
-	tests/agent/system/test_malformed.py
+	tests/agent/system/test_malformed.py \
+	tests/agent/system/test_metadata.py
 TESTS += $(AGENT_SYSTEM_TESTS)
 if HAVE_MPI
 TESTS += tests/agent/system/test_mpi.py
