@@ -124,6 +124,17 @@ failures = sum(p["timeouts"] + p["errors"] for p in planes.values())
 # without failures must keep the job near one read of the dataset.
 if mode == "normal" and failures == 0:
     assert pfs <= 1.02 * S, f"the job read {pfs / S:.2f} x S from the PFS with peers on"
+# The dataset's metadata: scanned by node 0, loaded by the others from its
+# share, answered every rank's listing and stat calls into the dataset.
+for r in reports:
+    meta = r["metadata"]
+    assert meta["published"] and meta["directories"] == 16 and meta["unlisted"] == 0, (
+        f"node {r['node']}: metadata {meta}")
+ranks = {k: v for r in reports for k, v in r["metadata"]["per_rank"].items()}
+assert sorted(ranks) == [str(k) for k in range(6)], f"metadata counts of ranks {sorted(ranks)}"
+assert all(c["served"] > 0 and c["passed"] == 0 for c in ranks.values()), ranks
+print(f"ok - metadata served to every rank, none passed to the PFS: "
+      + ", ".join(f"{k}: {ranks[k]['served']}" for k in sorted(ranks)))
 print(f"ok - 3 agents planned together ({planned / S:.2f} x S kept across nodes); "
       f"{checked} samples correct; {peer_gets} samples from peers; "
       f"{failures} peer failures; PFS read {pfs / S:.2f} x S ({mode})")
