@@ -30,6 +30,8 @@ enum agent_phase {
 
 /* The most the dataset's metadata may take (catalog/meta.h); beyond it, the PFS. */
 #define AGENT_META_BUDGET ((size_t)1 << 30)
+/* How often the agent that scanned the metadata looks for changed directories. */
+#define AGENT_META_CHECK_MS 10000
 
 struct agent {
 	struct agent_options options;
@@ -60,6 +62,10 @@ struct agent {
 	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */
 	char stage_meta[4096]; /* where the tasks find it, removed when serving stops */
 	bool meta_published;   /* the tasks were given it */
+	bool meta_scanned;     /* this agent scanned it: it checks for changes */
+	uint8_t *meta_changed; /* STAGE/meta-changed, mapped shared: a byte per directory */
+	uint32_t meta_changed_count;
+	uint64_t meta_checked_ms; /* CLOCK_MONOTONIC of the last check */
 
 	/* Plans (replan.c): the agent's first is generation 0. */
 	uint32_t generation;               /* of the plan followed */

@@ -280,6 +280,7 @@ static void wait_for_stop(struct agent *agent, const sigset_t *wait_mask)
 			report_requested = 0;
 			report_write(agent);
 		}
+		team_check_metadata(agent);
 		if (!stop_requested && agent_replan_poll(agent) != NOPFS_OK) {
 			nopfs_error("no plan to serve any more: stopping");
 			break;

@@ -123,10 +123,10 @@ static json_t *peers_json(struct agent *agent)
 
 /* One task process' counts file @name in the stage directory @dirfd, added to @per_rank. */
 static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint64_t *served,
-                            uint64_t *passed)
+                            uint64_t *passed, uint64_t *stale)
 {
 	char line[128], key[16], tail;
-	uint64_t s, p;
+	uint64_t s, p, c;
 	const char *why;
 	json_t *rank;
 	ssize_t n;
@@ -139,8 +139,9 @@ static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint6
 	if (n <= 0)
 		return;
 	line[n] = '\0';
-	if (sscanf(line, "nopfs-meta 1 %d %" SCNu64 " %" SCNu64 "%c", &r, &s, &p, &tail) != 4 ||
-	    tail != '\n' || r < -1 || s > INT64_MAX / 2 || p > INT64_MAX / 2) {
+	if (sscanf(line, "nopfs-meta 1 %d %" SCNu64 " %" SCNu64 " %" SCNu64 "%c", &r, &s, &p, &c,
+	           &tail) != 5 ||
+	    tail != '\n' || r < -1 || s > INT64_MAX / 2 || p > INT64_MAX / 2 || c > p) {
 		nopfs_warning("report: task counts '%s' are malformed: ignored", name);
 		return;
 	}
@@ -158,6 +159,7 @@ static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint6
 	        json_integer(json_integer_value(json_object_get(rank, "passed")) + (json_int_t)p));
 	*served += s;
 	*passed += p;
+	*stale += c;
 }
 
 /*
@@ -168,21 +170,24 @@ static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint6
 static json_t *metadata_json(struct agent *agent)
 {
 	json_t *per_rank = json_object();
-	uint64_t served = 0, passed = 0;
+	uint64_t served = 0, passed = 0, stale = 0;
 	struct dirent *entry;
 	DIR *dir = opendir(agent->options.stage_dir);
 
 	while (dir && (entry = readdir(dir)))
 		if (!strncmp(entry->d_name, NOPFS_STAGE_META_COUNTS_PREFIX,
 		             strlen(NOPFS_STAGE_META_COUNTS_PREFIX)))
-			add_meta_counts(dirfd(dir), entry->d_name, per_rank, &served, &passed);
+			add_meta_counts(dirfd(dir), entry->d_name, per_rank, &served, &passed,
+			                &stale);
 	if (dir)
 		closedir(dir);
-	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:o}", "published", agent->meta_published,
-	                 "directories", (json_int_t)agent->meta_dirs, "entries",
-	                 (json_int_t)agent->meta_entries, "unlisted",
-	                 (json_int_t)agent->meta_unlisted, "served", (json_int_t)served, "passed",
-	                 (json_int_t)passed, "per_rank", per_rank);
+	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "published",
+	                 agent->meta_published, "directories", (json_int_t)agent->meta_dirs,
+	                 "entries", (json_int_t)agent->meta_entries, "unlisted",
+	                 (json_int_t)agent->meta_unlisted, "changed_directories",
+	                 (json_int_t)agent->meta_changed_count, "served", (json_int_t)served,
+	                 "passed", (json_int_t)passed, "passed_changed", (json_int_t)stale,
+	                 "per_rank", per_rank);
 }
 
 json_t *report_json(struct agent *agent)

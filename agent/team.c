@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -87,6 +88,7 @@ static void scan_metadata(struct agent *agent, const struct nopfs_catalog *catal
 		return;
 	}
 	keep_metadata(agent, data, length, "the scan");
+	agent->meta_scanned = agent->meta != NULL;
 }
 
 /* Node 0: share the metadata beside the catalog at @catalog_path. */
@@ -129,12 +131,43 @@ static void receive_metadata(struct agent *agent, const char *catalog_path)
 	keep_metadata(agent, data, length, path);
 }
 
+/* STAGE/meta-changed: a zero byte per directory, mapped shared for the agent to set. */
+static bool make_changed_map(struct agent *agent)
+{
+	char path[4200];
+	void *map;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/" NOPFS_STAGE_META_CHANGED_NAME,
+	                     agent->options.stage_dir) >= sizeof(path))
+		return false;
+	unlink(path); /* an earlier agent's */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, agent->meta_dirs) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	map = mmap(NULL, agent->meta_dirs, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return false;
+	agent->meta_changed = map;
+	return true;
+}
+
 void team_publish_metadata(struct agent *agent)
 {
 	const char *stage_dir = agent->options.stage_dir;
 
 	if (!agent->meta)
 		return;
+	if (!make_changed_map(agent)) {
+		nopfs_warning("cannot make '%s/" NOPFS_STAGE_META_CHANGED_NAME
+		              "': the dataset's metadata is not served, ranks ask the PFS for it",
+		              stage_dir);
+		return;
+	}
 	if ((size_t)snprintf(agent->stage_meta, sizeof(agent->stage_meta),
 	                     "%s/" NOPFS_STAGE_META_NAME, stage_dir) >= sizeof(agent->stage_meta) ||
 	    nopfs_atomic_write(agent->stage_meta, 0600, agent->meta, agent->meta_length) !=
@@ -146,15 +179,94 @@ void team_publish_metadata(struct agent *agent)
 		return;
 	}
 	agent->meta_published = true;
+	agent->meta_checked_ms = nopfs_clock_now_ms();
 	nopfs_info("metadata: %" PRIu32 " directories, %" PRIu32 " entries served to the ranks",
 	           agent->meta_dirs, agent->meta_entries);
 }
 
+/* Mark directory @d changed; whether it was not yet. */
+static bool mark_changed(struct agent *agent, uint32_t d)
+{
+	if (d >= agent->meta_dirs ||
+	    __atomic_exchange_n(&agent->meta_changed[d], 1, __ATOMIC_RELAXED))
+		return false;
+	agent->meta_changed_count++;
+	return true;
+}
+
+void team_check_metadata(struct agent *agent)
+{
+	struct nopfs_meta_view view;
+	char payload[256 * 11 + 1];
+	uint32_t *newly, marked;
+	const char *why;
+	uint64_t now = nopfs_clock_now_ms();
+
+	if (!agent->meta_scanned || !agent->meta_changed ||
+	    now - agent->meta_checked_ms < AGENT_META_CHECK_MS ||
+	    nopfs_meta_view_init(&view, agent->meta, agent->meta_length, &why) != NOPFS_OK)
+		return;
+	agent->meta_checked_ms = now;
+	newly = malloc(sizeof(*newly) * agent->meta_dirs);
+	if (!newly)
+		return; /* looked at again at the next check */
+	marked = nopfs_meta_check_dirs(&view, agent->meta_changed, newly, agent->meta_dirs);
+	agent->meta_changed_count += marked;
+	if (marked)
+		nopfs_warning("%" PRIu32 " directories of the dataset changed since the scan "
+		              "(first: '%s'): ranks ask the PFS for them",
+		              marked, nopfs_meta_name(&view, view.dirs[newly[0]].realpath));
+	/* The other agents mark them too: 256 a notice. */
+	for (uint32_t first = 0; agent->peers && agent->shared_meta[0] && first < marked;
+	     first += 256) {
+		size_t length = 0;
+
+		for (uint32_t i = first; i < marked && i < first + 256; i++)
+			length += (size_t)snprintf(payload + length, sizeof(payload) - length,
+			                           "%s%" PRIu32, i > first ? "," : "", newly[i]);
+		peer_plane_notify(agent->peers, AGENT_NOTICE_META_CHANGED, agent->generation,
+		                  payload, length + 1);
+	}
+	free(newly);
+}
+
+void team_metadata_notice(struct agent *agent, uint32_t sender, const char *payload)
+{
+	const char *at = payload;
+	uint32_t marked = 0;
+
+	if (!agent->meta_changed || agent->meta_scanned)
+		return;
+	while (*at) {
+		char *end;
+		unsigned long d = strtoul(at, &end, 10);
+
+		if (end == at || (*end && *end != ',') || d >= agent->meta_dirs) {
+			nopfs_warning("a notice of changed directories from node %" PRIu32
+			              " is malformed: ignored from '%.20s'",
+			              sender, at);
+			break;
+		}
+		marked += mark_changed(agent, (uint32_t)d);
+		at = *end ? end + 1 : end;
+	}
+	if (marked)
+		nopfs_info("%" PRIu32 " directories of the dataset changed since node %" PRIu32
+		           "'s scan: ranks ask the PFS for them",
+		           marked, sender);
+}
+
 void team_withdraw_metadata(struct agent *agent)
 {
+	char path[4200];
+
 	if (agent->stage_meta[0])
 		unlink(agent->stage_meta);
 	agent->stage_meta[0] = '\0';
+	if (agent->meta_changed &&
+	    (size_t)snprintf(path, sizeof(path), "%s/" NOPFS_STAGE_META_CHANGED_NAME,
+	                     agent->options.stage_dir) < sizeof(path))
+		unlink(path);
 }
 
 /* Node 0: build the catalog and, with a share directory, publish it there. */
@@ -411,6 +523,9 @@ void team_fini(struct agent *agent)
 		unlink(agent->shared_meta);
 	agent->shared_meta[0] = '\0';
 	team_withdraw_metadata(agent);
+	if (agent->meta_changed)
+		munmap(agent->meta_changed, agent->meta_dirs);
+	agent->meta_changed = NULL;
 	free(agent->meta);
 	agent->meta = NULL;
 }

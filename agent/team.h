@@ -31,6 +31,17 @@ void team_publish_metadata(struct agent *agent);
 void team_withdraw_metadata(struct agent *agent);
 
 /*
+ * Snapshot semantics: the agent that scanned the metadata looks at its
+ * directories again every AGENT_META_CHECK_MS (one statx each) and marks
+ * those changed since the scan in STAGE/meta-changed, where the tasks see
+ * them (and ask the PFS for paths through them), and tells the other agents
+ * (AGENT_NOTICE_META_CHANGED), which mark them too. Called by the main
+ * thread at every tick; team_metadata_notice() takes a peer's notice.
+ */
+void team_check_metadata(struct agent *agent);
+void team_metadata_notice(struct agent *agent, uint32_t sender, const char *payload);
+
+/*
  * Every node's tier capacities (the layout's nodes entries, malloc'd, caller
  * frees) in *tiers, exchanging this node's record when there are peers.
  */
@@ -63,7 +74,8 @@ void team_disconnect_peers(struct agent *agent);
 enum agent_notice_kind {
 	AGENT_NOTICE_PLAN = 1,
 	AGENT_NOTICE_RECORD = 2,
-	AGENT_NOTICE_CATALOG = 3, /* node 0's shared catalog of a plan ("": none) */
+	AGENT_NOTICE_CATALOG = 3,      /* node 0's shared catalog of a plan ("": none) */
+	AGENT_NOTICE_META_CHANGED = 4, /* directories changed since node 0's scan ("D,D,...") */
 };
 
 /*

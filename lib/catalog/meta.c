@@ -105,6 +105,7 @@ nopfs_status nopfs_meta_view_init(struct nopfs_meta_view *view, const void *data
 	if (nopfs_meta_checksum(bytes + sizeof(*h), length - sizeof(*h)) != h->checksum)
 		return NOPFS_ERR_FORMAT;
 	view->header = h;
+	view->changed = NULL;
 	view->dirs = (const void *)(bytes + sizeof(*h));
 	view->entries = (const void *)(view->dirs + h->dir_count);
 	view->sorted = (const void *)(view->entries + h->entry_count);
@@ -152,6 +153,12 @@ static uint32_t find(const struct nopfs_meta_view *view, uint32_t d, const char 
 	return NOPFS_META_NONE;
 }
 
+/* Whether directory @d changed since the scan (the agent sets its byte any time). */
+static bool changed(const struct nopfs_meta_view *view, uint32_t d)
+{
+	return view->changed && __atomic_load_n(&view->changed[d], __ATOMIC_RELAXED);
+}
+
 enum nopfs_meta_found nopfs_meta_resolve(const struct nopfs_meta_view *view, const char *relative,
                                          bool follow, uint32_t *entry, uint32_t *parent,
                                          bool *followed, int *error)
@@ -180,6 +187,8 @@ enum nopfs_meta_found nopfs_meta_resolve(const struct nopfs_meta_view *view, con
 			return NOPFS_META_PASS;
 		if (!view->dirs[dir].listed)
 			return NOPFS_META_PASS;
+		if (changed(view, dir))
+			return NOPFS_META_STALE;
 		current = find(view, dir, p, length);
 		if (current == NOPFS_META_NONE) {
 			*error = ENOENT;
@@ -215,6 +224,9 @@ enum nopfs_meta_found nopfs_meta_resolve(const struct nopfs_meta_view *view, con
 		if (last)
 			break;
 	}
+	if (changed(view, dir) || (view->entries[current].dir != NOPFS_META_NONE &&
+	                           changed(view, view->entries[current].dir)))
+		return NOPFS_META_STALE;
 	*entry = current;
 	*parent = holder;
 	*followed = through;

@@ -92,6 +92,11 @@ struct nopfs_meta_header {
 /* A mapped buffer, checked. */
 struct nopfs_meta_view {
 	const struct nopfs_meta_header *header;
+	/*
+	 * One byte per directory, set (by the agent, while tasks read it) when
+	 * the directory changed since the scan; NULL: none known.
+	 */
+	const uint8_t *changed;
 	const struct nopfs_meta_dir *dirs;
 	const struct nopfs_meta_entry *entries;
 	const uint32_t *sorted;
@@ -116,11 +121,22 @@ nopfs_status nopfs_meta_scan(const char *root, size_t budget, void **buffer, siz
 nopfs_status nopfs_meta_view_init(struct nopfs_meta_view *view, const void *data, size_t length,
                                   const char **why);
 
+/*
+ * Look at every listed directory of @view not yet marked in @changed (one
+ * byte per directory): one statx of its real path each. A directory whose
+ * mtime or ctime differs from the scan's, or that is gone, is marked (byte
+ * set to 1) and its index stored in @newly (up to @max of them). Returns how
+ * many were marked.
+ */
+uint32_t nopfs_meta_check_dirs(const struct nopfs_meta_view *view, uint8_t *changed,
+                               uint32_t *newly, uint32_t max);
+
 /* How nopfs_meta_resolve() found a path. */
 enum nopfs_meta_found {
 	NOPFS_META_ENTRY, /* *entry is it */
 	NOPFS_META_ERROR, /* the real call fails with *error */
 	NOPFS_META_PASS,  /* not known here: ask the PFS */
+	NOPFS_META_STALE, /* through or at a directory changed since the scan: ask the PFS */
 };
 
 /*
@@ -128,7 +144,8 @@ enum nopfs_meta_found {
  * separated by one or more "/", "." allowed, ".." not: PASS) as the kernel
  * would: intermediate symbolic links are followed, the final one when
  * @follow, or when @relative ends in "/" (which also requires a directory).
- * A non-empty @relative follows the root ("/" after it). *parent is the
+ * A path through or at a directory marked changed is STALE. A non-empty
+ * @relative follows the root ("/" after it). *parent is the
  * directory holding *entry (NOPFS_META_NONE for the root), *followed whether
  * its stat (rather than its lstat) is the answer.
  */

@@ -408,3 +408,30 @@ out:
 	free(scan);
 	return status;
 }
+
+uint32_t nopfs_meta_check_dirs(const struct nopfs_meta_view *view, uint8_t *changed,
+                               uint32_t *newly, uint32_t max)
+{
+	uint32_t marked = 0;
+
+	for (uint32_t d = 0; d < view->header->dir_count; d++) {
+		const struct nopfs_meta_dir *dir = &view->dirs[d];
+		const struct nopfs_meta_stat *then = &view->entries[dir->self].stat;
+		struct statx now;
+
+		if (!dir->listed || __atomic_load_n(&changed[d], __ATOMIC_RELAXED))
+			continue;
+		if (statx(AT_FDCWD, nopfs_meta_name(view, dir->realpath), AT_NO_AUTOMOUNT,
+		          STATX_MTIME | STATX_CTIME, &now) == 0 &&
+		    now.stx_mtime.tv_sec == then->mtime_sec &&
+		    now.stx_mtime.tv_nsec == then->mtime_nsec &&
+		    now.stx_ctime.tv_sec == then->ctime_sec &&
+		    now.stx_ctime.tv_nsec == then->ctime_nsec)
+			continue;
+		__atomic_store_n(&changed[d], 1, __ATOMIC_RELAXED);
+		if (marked < max)
+			newly[marked] = d;
+		marked++;
+	}
+	return marked;
+}

@@ -39,7 +39,7 @@ struct node_figures {
 	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
 	uint64_t plan, replans;
 	/* Dataset metadata calls of its ranks ("metadata"; reports before it: none). */
-	uint64_t meta_served, meta_passed, meta_unlisted;
+	uint64_t meta_served, meta_passed, meta_unlisted, meta_changed, meta_passed_changed;
 	const json_t *meta_per_rank; /* NULL: none */
 };
 
@@ -56,6 +56,8 @@ static bool read_metadata(struct report_keys *keys, struct node_figures *f)
 	report_uint(keys, "metadata.served", &f->meta_served);
 	report_uint(keys, "metadata.passed", &f->meta_passed);
 	report_uint(keys, "metadata.unlisted", &f->meta_unlisted);
+	report_optional_uint(keys, "metadata.changed_directories", &f->meta_changed);
+	report_optional_uint(keys, "metadata.passed_changed", &f->meta_passed_changed);
 	if (!report_object(keys, "metadata.per_rank", &f->meta_per_rank))
 		return false;
 	json_object_foreach((json_t *)f->meta_per_rank, name, rank)
@@ -444,7 +446,7 @@ static void add_rank_counts(json_t *into, const json_t *from)
 static int add_metadata(json_t *merged, const struct node_figures *f, size_t count)
 {
 	json_t *per_rank = json_object();
-	uint64_t served = 0, passed = 0, unlisted = 0;
+	uint64_t served = 0, passed = 0, unlisted = 0, changed = 0, passed_changed = 0;
 	const char *name;
 	const json_t *rank;
 
@@ -453,6 +455,9 @@ static int add_metadata(json_t *merged, const struct node_figures *f, size_t cou
 		passed += f[i].meta_passed;
 		if (f[i].meta_unlisted > unlisted)
 			unlisted = f[i].meta_unlisted;
+		if (f[i].meta_changed > changed)
+			changed = f[i].meta_changed;
+		passed_changed += f[i].meta_passed_changed;
 		if (!f[i].meta_per_rank)
 			continue;
 		json_object_foreach((json_t *)f[i].meta_per_rank, name, rank)
@@ -467,10 +472,12 @@ static int add_metadata(json_t *merged, const struct node_figures *f, size_t cou
 			add_rank_counts(sum, rank);
 		}
 	}
-	return json_object_set_new(merged, "metadata",
-	                           json_pack("{s:I, s:I, s:I, s:o}", "served", (json_int_t)served,
-	                                     "passed", (json_int_t)passed, "unlisted",
-	                                     (json_int_t)unlisted, "per_rank", per_rank));
+	return json_object_set_new(
+	        merged, "metadata",
+	        json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "served", (json_int_t)served, "passed",
+	                  (json_int_t)passed, "unlisted", (json_int_t)unlisted,
+	                  "changed_directories", (json_int_t)changed, "passed_changed",
+	                  (json_int_t)passed_changed, "per_rank", per_rank));
 }
 
 /*

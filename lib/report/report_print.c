@@ -29,7 +29,8 @@ struct summary {
 	double stall_seconds, stall_max_seconds;
 	uint64_t replans;                                 /* 0 in reports before re-planning */
 	uint64_t meta_served, meta_passed, meta_unlisted; /* 0 in reports before them */
-	const json_t *meta_per_rank;                      /* NULL: none */
+	uint64_t meta_changed, meta_passed_changed;
+	const json_t *meta_per_rank; /* NULL: none */
 };
 
 static bool read_summary(const json_t *merged, const char *name, struct summary *s)
@@ -67,11 +68,14 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 	if (json_object_get(merged, "replans"))
 		report_uint(&keys, "replans", &s->replans);
 	s->meta_served = s->meta_passed = s->meta_unlisted = 0;
+	s->meta_changed = s->meta_passed_changed = 0;
 	s->meta_per_rank = NULL;
 	if (json_object_get(merged, "metadata")) {
 		report_uint(&keys, "metadata.served", &s->meta_served);
 		report_uint(&keys, "metadata.passed", &s->meta_passed);
 		report_uint(&keys, "metadata.unlisted", &s->meta_unlisted);
+		report_optional_uint(&keys, "metadata.changed_directories", &s->meta_changed);
+		report_optional_uint(&keys, "metadata.passed_changed", &s->meta_passed_changed);
 		report_object(&keys, "metadata.per_rank", &s->meta_per_rank);
 	}
 	if (!keys.ok)

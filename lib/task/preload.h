@@ -43,7 +43,12 @@ const struct nopfs_meta_view *nopfs_preload_meta(void);
 bool nopfs_preload_in_dataset(int dirfd, const char *path, char *rest, size_t length);
 
 /* Metadata calls into the dataset: served from the metadata, or passed to the PFS. */
-void nopfs_preload_count_meta(bool served);
+enum nopfs_preload_meta_count {
+	NOPFS_PRELOAD_META_SERVED,
+	NOPFS_PRELOAD_META_PASSED,
+	NOPFS_PRELOAD_META_STALE, /* passed: a directory changed since the scan */
+};
+void nopfs_preload_count_meta(enum nopfs_preload_meta_count what);
 
 /* Whether /proc/self/fd can reopen descriptors (freopen is served through it). */
 bool nopfs_preload_can_reopen(void);

@@ -126,8 +126,10 @@ static bool lookup(int dirfd, const char *path, bool follow, struct lookup *l)
 		return false;
 	l->found = nopfs_meta_resolve(l->view, rest, follow, &l->entry, &l->parent, &l->followed,
 	                              &l->error);
-	nopfs_preload_count_meta(l->found != NOPFS_META_PASS);
-	return l->found != NOPFS_META_PASS;
+	nopfs_preload_count_meta(l->found == NOPFS_META_PASS    ? NOPFS_PRELOAD_META_PASSED
+	                         : l->found == NOPFS_META_STALE ? NOPFS_PRELOAD_META_STALE
+	                                                        : NOPFS_PRELOAD_META_SERVED);
+	return l->found == NOPFS_META_ENTRY || l->found == NOPFS_META_ERROR;
 }
 
 /* ------------------------------------------------------------------------
@@ -854,7 +856,7 @@ int dirfd(DIR *stream)
 		pthread_mutex_lock(&slot->lock);
 		if (slot->fd < 0 && slot->path[0]) {
 			/* The caller wants a real descriptor: open the directory (a PFS call). */
-			nopfs_preload_count_meta(false);
+			nopfs_preload_count_meta(NOPFS_PRELOAD_META_PASSED);
 			slot->fd = nopfs_preload_real_openat(AT_FDCWD, slot->path,
 			                                     O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
 		}

@@ -82,6 +82,7 @@ static struct {
 	uint64_t fallback_other;   /* not configured for it, name too long, ... */
 	uint64_t meta_served;      /* metadata calls into the dataset served from the metadata */
 	uint64_t meta_passed;      /* and passed to the real function */
+	uint64_t meta_stale;       /* of these, through a directory changed since the scan */
 } counts;
 
 /* The dataset's metadata, mapped once (nopfs_preload_meta()). */
@@ -456,7 +457,7 @@ static int load_meta(void)
 	nopfs_status status;
 	const char *why;
 	struct stat st;
-	void *map;
+	void *map, *changed;
 	int fd;
 
 	if (!stage_dir_usable())
@@ -483,6 +484,22 @@ static int load_meta(void)
 		munmap(map, (size_t)st.st_size);
 		return -1;
 	}
+	/* The directories changed since: mapped shared, the agent sets their bytes. */
+	status = nopfs_stage_dir_openat(&stage, NOPFS_STAGE_META_CHANGED_NAME, 0,
+	                                (int64_t)meta.view.header->dir_count, &fd, &why);
+	if (status != NOPFS_OK) {
+		warn_once(&warned_meta, "metadata changes %s/%s %s: metadata not used", stage.path,
+		          NOPFS_STAGE_META_CHANGED_NAME, why);
+		munmap(map, (size_t)st.st_size);
+		return -1;
+	}
+	changed = mmap(NULL, meta.view.header->dir_count, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (changed == MAP_FAILED) {
+		munmap(map, (size_t)st.st_size);
+		return -1;
+	}
+	meta.view.changed = changed;
 	meta.inode = st.st_ino;
 	meta.checked_ms = nopfs_clock_now_ms();
 	debug_log("metadata: %" PRIu32 " directories, %" PRIu32 " entries",
@@ -554,9 +571,11 @@ bool nopfs_preload_in_dataset(int dirfd, const char *path, char *rest, size_t le
 	return copy_string(absolute + n, rest, length);
 }
 
-void nopfs_preload_count_meta(bool served)
+void nopfs_preload_count_meta(enum nopfs_preload_meta_count what)
 {
-	count(served ? &counts.meta_served : &counts.meta_passed);
+	count(what == NOPFS_PRELOAD_META_SERVED ? &counts.meta_served : &counts.meta_passed);
+	if (what == NOPFS_PRELOAD_META_STALE)
+		count(&counts.meta_stale);
 }
 
 void nopfs_preload_forget_after_fork(void)
@@ -576,12 +595,14 @@ void nopfs_preload_forget_after_fork(void)
 /*
  * Leave this process' metadata counts in the staging directory for the
  * agent's report: ".meta-RANK-PID-NS" (0600, created exclusively, never
- * through a link), one line "nopfs-meta 1 RANK SERVED PASSED".
+ * through a link), one line "nopfs-meta 1 RANK SERVED PASSED STALE" (STALE:
+ * of the PASSED, those through a directory changed since the scan).
  */
 static void leave_meta_counts(void)
 {
 	uint64_t served = __atomic_load_n(&counts.meta_served, __ATOMIC_RELAXED);
 	uint64_t passed = __atomic_load_n(&counts.meta_passed, __ATOMIC_RELAXED);
+	uint64_t stale = __atomic_load_n(&counts.meta_stale, __ATOMIC_RELAXED);
 	struct timespec now;
 	char name[96], line[128];
 	int fd, length;
@@ -595,8 +616,9 @@ static void leave_meta_counts(void)
 	                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return;
-	length = snprintf(line, sizeof(line), "nopfs-meta 1 %" PRId32 " %" PRIu64 " %" PRIu64 "\n",
-	                  config.rank, served, passed);
+	length = snprintf(line, sizeof(line),
+	                  "nopfs-meta 1 %" PRId32 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	                  config.rank, served, passed, stale);
 	if (write(fd, line, (size_t)length) != length)
 		unlinkat(stage.fd, name, 0);
 	close(fd);
@@ -614,6 +636,6 @@ void nopfs_preload_report(void)
 	          counts.staged, counts.agent, counts.fallback_backoff, counts.fallback_refused,
 	          counts.fallback_failed, counts.fallback_other);
 	debug_log("metadata calls into the dataset: %" PRIu64 " served, %" PRIu64
-	          " passed to the PFS",
-	          counts.meta_served, counts.meta_passed);
+	          " passed to the PFS (%" PRIu64 " of them for directories changed since the scan)",
+	          counts.meta_served, counts.meta_passed, counts.meta_stale);
 }

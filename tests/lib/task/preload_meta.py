@@ -3,6 +3,9 @@
 usage: preload_meta.py PRELOAD META_BUILD META_PROBE [TREES]
        preload_meta.py --child ROOT LIST     (what each run prints)
 
+A directory changed after the scan and marked by the agent's check is
+answered by the file system instead (and counted).
+
 For each of TREES random odd trees (odd_tree.make_tree: non-UTF-8 and
 unicode names, symlinks to files and directories inside and outside the
 tree, dangling symlinks, nested and empty directories, non-image files; plus
@@ -150,6 +153,32 @@ def strace_dataset_calls(command, env, root, work):
         return [line for line in f if root in line and b"execve(" not in line]
 
 
+def changed_directory(root, stage, meta_build, python, env):
+    """A directory changed after the scan, once the agent's check marked it,
+    is answered by the file system: its new entry is seen, as the real calls
+    see it, and counted."""
+    empty = os.path.join(root, b"empty")
+    with open(os.path.join(empty, b"new.jpg"), "wb") as f:
+        f.write(b"new")
+    marked = run([meta_build, b"--check", stage])
+    if marked.strip() != b"changed " + os.path.realpath(empty):
+        print(f"the check marked {marked!r}, not {empty!r}")
+        return False
+    code = ("import os, sys; p = os.fsencode(sys.argv[1]); "
+            "print(os.listdir(p), os.stat(os.path.join(p, b'new.jpg')).st_size, "
+            "os.path.isdir(os.path.join(p, b'nested-empty')))")
+    real = run([python, "-c", code, empty])
+    result = subprocess.run([python, "-c", code, empty], env=env, capture_output=True)
+    stale = re.findall(rb"\((\d+) of them for directories changed", result.stderr)
+    if result.stdout != real or not stale or not int(stale[-1]):
+        print(f"changed directory: served {result.stdout!r}, real {real!r}, "
+              f"{result.stderr[-300:]!r}")
+        return False
+    print(f"changed directory after the scan: answered by the file system "
+          f"({int(stale[-1])} calls counted)")
+    return True
+
+
 def main():
     preload, meta_build, meta_probe = sys.argv[1:4]
     if not shutil.which("strace"):
@@ -176,7 +205,7 @@ def main():
             # Settle access times: the first reads of directories and links update them.
             run(probe)
             run(python_child)
-            run([meta_build, root, os.path.join(stage, b"meta")])
+            run([meta_build, root, stage])
             env = dict(os.environ, LD_PRELOAD=preload, NOPFS_DATASET=root,
                        NOPFS_STAGE_DIR=stage, NOPFS_DEBUG="1")
             env.pop("NOPFS_SOCKET", None)
@@ -202,6 +231,8 @@ def main():
                 else:
                     print(f"tree {seed}: {len(plain)} dataset metadata calls plain, "
                           f"0 with the interposer")
+            if seed < 3:
+                failures += not changed_directory(root, stage, meta_build, python, env)
         finally:
             shutil.rmtree(work)
     print(f"{trees - failures}/{trees} trees: served metadata equals the real calls "
