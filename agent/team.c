@@ -202,7 +202,8 @@ void team_check_metadata(struct agent *agent)
 	const char *why;
 	uint64_t now = nopfs_clock_now_ms();
 
-	if (!agent->meta_scanned || !agent->meta_changed ||
+	/* A node without a data plane hears no notice: it looks itself. */
+	if ((!agent->meta_scanned && agent->peers) || !agent->meta_changed ||
 	    now - agent->meta_checked_ms < AGENT_META_CHECK_MS ||
 	    nopfs_meta_view_init(&view, agent->meta, agent->meta_length, &why) != NOPFS_OK)
 		return;

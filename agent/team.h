@@ -31,8 +31,9 @@ void team_publish_metadata(struct agent *agent);
 void team_withdraw_metadata(struct agent *agent);
 
 /*
- * Snapshot semantics: the agent that scanned the metadata looks at its
- * directories again every AGENT_META_CHECK_MS (one statx each) and marks
+ * Snapshot semantics: the agent that scanned the metadata (and one without
+ * a data plane, which hears no notice) looks at its directories again
+ * every AGENT_META_CHECK_MS (one statx each) and marks
  * those changed since the scan in STAGE/meta-changed, where the tasks see
  * them (and ask the PFS for paths through them), and tells the other agents
  * (AGENT_NOTICE_META_CHANGED), which mark them too. Called by the main
