@@ -82,12 +82,14 @@ echo "training exit \$?"
 # 10 s) marks it and tells the other agents; then every node lists it as it is.
 echo added >$CHANGED/added.JPEG
 sleep 12
-srun --overlap -N3 -n3 --ntasks-per-node=1 \
+timeout -k 5 60 srun --overlap -N3 -n3 --ntasks-per-node=1 \
 	env NOPFS_SOCKET=/tmp/nopfs-\$SLURM_JOB_ID/agent.sock \
 	NOPFS_STAGE_DIR=/dev/shm/nopfs-\$SLURM_JOB_ID NOPFS_DATASET=$WORK/data NOPFS_RANK=9 \
 	LD_PRELOAD=$WORK/bin/libnopfs_preload.so \
-	$PYTHON -c 'import os, sys; print(os.environ["SLURM_NODEID"], sorted(os.listdir(sys.argv[1])))' \
-	$CHANGED >$WORK/changed-listing.txt
+	$PYTHON -c 'import os, sys; open(sys.argv[2] + os.environ["SLURM_NODEID"], "w").write(repr(sorted(os.listdir(sys.argv[1]))))' \
+	$CHANGED $WORK/changed-listing-
+echo "listing exit \$?"
+rm -f $CHANGED/added.JPEG # the samples checked below are the dataset's as trained on
 # The job ends here: Slurm sends the agent step SIGTERM (KillWait grace).
 JOB
 chmod 755 "$WORK/job.sh"
@@ -145,8 +147,8 @@ for r in reports:
         f"node {r['node']}: metadata {meta}")
 # ... and the class changed after the training: every node saw the change.
     assert meta["changed_directories"] == 1, f"node {r['node']}: metadata {meta}"
-listings = open(os.path.join(work, "changed-listing.txt")).read().splitlines()
-assert len(listings) == 3 and all("'added.JPEG'" in line for line in listings), listings
+listings = [open(os.path.join(work, f"changed-listing-{n}")).read() for n in range(3)]
+assert all("'added.JPEG'" in listing for listing in listings), listings
 ranks = {k: v for r in reports for k, v in r["metadata"]["per_rank"].items()
          if int(k) < 6}
 assert sorted(ranks) == [str(k) for k in range(6)], f"metadata counts of ranks {sorted(ranks)}"
