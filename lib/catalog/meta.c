@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -51,8 +52,11 @@ static bool entries_ok(const struct nopfs_meta_view *view)
 	for (uint32_t e = 0; e < h->entry_count; e++) {
 		const struct nopfs_meta_entry *entry = &view->entries[e];
 
+		/* Names go into a dirent's d_name: NAME_MAX bytes at most. */
 		if (!name_ok(view, entry->name) ||
+		    strnlen(view->names + entry->name, NAME_MAX + 1) > NAME_MAX ||
 		    (entry->target && !name_ok(view, entry->target)) ||
+		    (entry->link && !name_ok(view, entry->link)) ||
 		    (entry->dir != NOPFS_META_NONE && entry->dir >= h->dir_count))
 			return false;
 	}
