@@ -476,11 +476,15 @@ static int load_meta(void)
 	close(fd);
 	if (map == MAP_FAILED)
 		return -1;
-	if (nopfs_meta_view_init(&meta.view, map, (size_t)st.st_size, &why) != NOPFS_OK ||
-	    !same_root(nopfs_meta_name(&meta.view, meta.view.header->root), config.dataset)) {
-		if (meta.view.header)
-			why = "is for another dataset";
+	if (nopfs_meta_view_init(&meta.view, map, (size_t)st.st_size, &why) != NOPFS_OK) {
 		warn_once(&warned_meta, "metadata %s/meta %s: not used", stage.path, why);
+		munmap(map, (size_t)st.st_size);
+		return -1;
+	}
+	/* A later step of the job on another dataset: the agents scanned the first one only. */
+	if (!same_root(nopfs_meta_name(&meta.view, meta.view.header->root), config.dataset)) {
+		debug_log("metadata %s/meta is for %s: not used", stage.path,
+		          nopfs_meta_name(&meta.view, meta.view.header->root));
 		munmap(map, (size_t)st.st_size);
 		return -1;
 	}
