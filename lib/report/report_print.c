@@ -1,5 +1,7 @@
 /* The job report for people: a few lines, each prefixed "nopfs: ". */
 #include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 #include "report_internal.h"
@@ -173,11 +175,30 @@ static void print_metadata(const struct summary *s, FILE *out)
 		        json_object_size(s->meta_per_rank), most);
 		return;
 	}
+	/* In rank order: at most 16 keys, each looked at once a pass. */
 	fprintf(out, "nopfs: metadata per rank (served/PFS):");
-	json_object_foreach((json_t *)s->meta_per_rank, name, rank)
-	        fprintf(out, " %s:%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT, name,
-	                json_integer_value(json_object_get(rank, "served")),
-	                json_integer_value(json_object_get(rank, "passed")));
+	for (long next = LONG_MIN, printed = 0; printed < (long)json_object_size(s->meta_per_rank);
+	     printed++) {
+		long smallest = LONG_MAX;
+		const char *at = NULL;
+
+		json_object_foreach((json_t *)s->meta_per_rank, name, rank)
+		{
+			long r = strtol(name, NULL, 10);
+
+			if (r >= next && r < smallest) {
+				smallest = r;
+				at = name;
+			}
+		}
+		if (!at)
+			break;
+		rank = json_object_get(s->meta_per_rank, at);
+		fprintf(out, " %s:%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT, at,
+		        json_integer_value(json_object_get(rank, "served")),
+		        json_integer_value(json_object_get(rank, "passed")));
+		next = smallest == LONG_MAX ? LONG_MAX : smallest + 1;
+	}
 	fputc('\n', out);
 }
 
