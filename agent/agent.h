@@ -28,6 +28,11 @@ enum agent_phase {
 	PHASES,
 };
 
+/* The most the dataset's metadata may take (catalog/meta.h); beyond it, the PFS. */
+#define AGENT_META_BUDGET ((size_t)1 << 30)
+/* How often the agent that scanned the metadata looks for changed directories. */
+#define AGENT_META_CHECK_MS 10000
+
 struct agent {
 	struct agent_options options;
 	struct agent_lock lock; /* one agent per job and node */
@@ -51,6 +56,16 @@ struct agent {
 	bool serving;      /* agent_serve_start() succeeded, agent_serve_stop() not called */
 	bool report_final; /* the agent is done: the next report is its last */
 	char shared_catalog[4096]; /* node 0: the catalog it shared, removed at exit */
+	char shared_meta[4096];    /* node 0: the metadata it shared, removed at exit */
+	void *meta;                /* the dataset's metadata (catalog/meta.h), or NULL */
+	size_t meta_length;
+	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */
+	char stage_meta[4096]; /* where the tasks find it, removed when serving stops */
+	bool meta_published;   /* the tasks were given it */
+	bool meta_scanned;     /* this agent scanned it: it checks for changes */
+	uint8_t *meta_changed; /* STAGE/meta-changed, mapped shared: a byte per directory */
+	uint32_t meta_changed_count;
+	uint64_t meta_checked_ms; /* CLOCK_MONOTONIC of the last check */
 
 	/* Plans (replan.c): the agent's first is generation 0. */
 	uint32_t generation;               /* of the plan followed */

@@ -346,6 +346,7 @@ static void wait_for_stop(struct agent *agent, const sigset_t *wait_mask)
 			report_requested = 0;
 			report_write(agent);
 		}
+		team_check_metadata(agent);
 		if (!nopfs_stop_requested() && agent_replan_poll(agent) != NOPFS_OK) {
 			nopfs_error("no plan to serve any more: stopping");
 			break;
@@ -423,6 +424,7 @@ int main(int argc, char **argv)
 	               agent.bootstrap.active ? agent.bootstrap.nodes : 0) != NOPFS_OK ||
 	    team_catalog(&agent) != NOPFS_OK || stopped_in("catalog"))
 		goto out_stopped;
+	team_publish_metadata(&agent);
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
 	if (phase_probe(&agent) != NOPFS_OK || stopped_in("probe"))
 		goto out_stopped;
@@ -456,6 +458,7 @@ int main(int argc, char **argv)
 	rc = 0;
 
 out_serve:
+	team_withdraw_metadata(&agent);
 	unlink(agent.ready_path);
 	agent_serve_stop(&agent);
 out_report:

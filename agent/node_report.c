@@ -1,4 +1,5 @@
 /* The per-node report: what was served from where, and what it saved. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -10,7 +11,9 @@
 #include "agent.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
+#include "common/private.h"
 #include "peer/peer.h"
+#include "task/runtime.h"
 #include "probe/rdma.h"
 #include "common/clock.h"
 
@@ -154,6 +157,75 @@ static json_t *peers_json(struct agent *agent)
 	                 "unauthenticated", (json_int_t)s.dropped);
 }
 
+/* One task process' counts file @name in the stage directory @dirfd, added to @per_rank. */
+static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint64_t *served,
+                            uint64_t *passed, uint64_t *stale)
+{
+	char line[128], key[16], tail;
+	uint64_t s, p, c;
+	const char *why;
+	json_t *rank;
+	ssize_t n;
+	int r, fd;
+
+	if (nopfs_private_file_openat(dirfd, name, O_NONBLOCK, -1, &fd, &why) != NOPFS_OK)
+		return;
+	n = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	line[n] = '\0';
+	if (sscanf(line, "nopfs-meta 1 %d %" SCNu64 " %" SCNu64 " %" SCNu64 "%c", &r, &s, &p, &c,
+	           &tail) != 5 ||
+	    tail != '\n' || r < -1 || s > INT64_MAX / 2 || p > INT64_MAX / 2 || c > p) {
+		nopfs_warning("report: task counts '%s' are malformed: ignored", name);
+		return;
+	}
+	snprintf(key, sizeof(key), "%d", r);
+	rank = json_object_get(per_rank, key);
+	if (!rank) {
+		rank = json_pack("{s:I, s:I}", "served", (json_int_t)0, "passed", (json_int_t)0);
+		json_object_set_new(per_rank, key, rank);
+	}
+	json_object_set_new(
+	        rank, "served",
+	        json_integer(json_integer_value(json_object_get(rank, "served")) + (json_int_t)s));
+	json_object_set_new(
+	        rank, "passed",
+	        json_integer(json_integer_value(json_object_get(rank, "passed")) + (json_int_t)p));
+	*served += s;
+	*passed += p;
+	*stale += c;
+}
+
+/*
+ * The dataset's metadata: what the tasks were given, and the calls into the
+ * dataset they answered from it ("served") or passed to the PFS ("passed"),
+ * per rank, from the counts their processes left in the stage directory.
+ */
+static json_t *metadata_json(struct agent *agent)
+{
+	json_t *per_rank = json_object();
+	uint64_t served = 0, passed = 0, stale = 0;
+	struct dirent *entry;
+	DIR *dir = opendir(agent->options.stage_dir);
+
+	while (dir && (entry = readdir(dir)))
+		if (!strncmp(entry->d_name, NOPFS_STAGE_META_COUNTS_PREFIX,
+		             strlen(NOPFS_STAGE_META_COUNTS_PREFIX)))
+			add_meta_counts(dirfd(dir), entry->d_name, per_rank, &served, &passed,
+			                &stale);
+	if (dir)
+		closedir(dir);
+	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "published",
+	                 agent->meta_published, "directories", (json_int_t)agent->meta_dirs,
+	                 "entries", (json_int_t)agent->meta_entries, "unlisted",
+	                 (json_int_t)agent->meta_unlisted, "changed_directories",
+	                 (json_int_t)agent->meta_changed_count, "served", (json_int_t)served,
+	                 "passed", (json_int_t)passed, "passed_changed", (json_int_t)stale,
+	                 "per_rank", per_rank);
+}
+
 json_t *report_json(struct agent *agent)
 {
 	struct agent_stats *stats = &agent->stats;
@@ -194,6 +266,7 @@ json_t *report_json(struct agent *agent)
 		                    json_integer((json_int_t)agent->job.sampler.first_epoch));
 		json_object_set_new(report, "per_epoch", per_epoch_json(agent));
 		json_object_set_new(report, "unattributed", sources_json(stats->unattributed));
+		json_object_set_new(report, "metadata", metadata_json(agent));
 		json_object_set_new(report, "peers", peers_json(agent));
 		json_object_set_new(report, "rdma", rdma_devices_json());
 		json_object_set_new(report, "plan", json_integer((json_int_t)agent->accepted));

@@ -428,6 +428,8 @@ static char *take_events(struct agent *agent, uint32_t *plan_generation)
 			free(plan);
 			plan = strdup(event->payload);
 			*plan_generation = event->generation;
+		} else if (event->kind == AGENT_NOTICE_META_CHANGED) {
+			team_metadata_notice(agent, event->sender, event->payload);
 		} else if (event->kind == AGENT_NOTICE_CATALOG &&
 		           event->generation > agent->considered) {
 			agent_event_queue(agent, event); /* for that plan, which comes later */

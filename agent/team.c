@@ -6,12 +6,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "agent.h"
 #include "notices.h"
 #include "team.h"
+#include "catalog/meta.h"
+#include "task/runtime.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/private.h"
@@ -48,6 +51,225 @@ static nopfs_status read_file(const char *path, void **data, size_t *length)
 	return status;
 }
 
+/* Keep the metadata buffer @data of @length bytes, when it is valid. */
+static void keep_metadata(struct agent *agent, void *data, size_t length, const char *origin)
+{
+	struct nopfs_meta_view view;
+	const char *why;
+
+	if (nopfs_meta_view_init(&view, data, length, &why) != NOPFS_OK) {
+		nopfs_warning("the dataset's metadata from %s %s: ranks ask the PFS for it", origin,
+		              why);
+		free(data);
+		return;
+	}
+	agent->meta = data;
+	agent->meta_length = length;
+	agent->meta_dirs = view.header->dir_count;
+	agent->meta_entries = view.header->entry_count;
+	agent->meta_unlisted = view.header->unlisted;
+	if (view.header->unlisted)
+		nopfs_warning("the dataset's metadata leaves out %" PRIu32
+		              " directories (budget, unreadable or cycles): ranks ask the PFS for "
+		              "those",
+		              view.header->unlisted);
+}
+
+/* Scan the dataset's metadata (node 0, or a node alone). */
+static void scan_metadata(struct agent *agent, const struct nopfs_catalog *catalog)
+{
+	const char *root = nopfs_catalog_root(catalog);
+	void *data;
+	size_t length;
+
+	if (!root || root[0] != '/' ||
+	    nopfs_meta_scan(root, AGENT_META_BUDGET, &data, &length) != NOPFS_OK) {
+		nopfs_warning("the dataset's metadata is not served: ranks ask the PFS for it");
+		return;
+	}
+	keep_metadata(agent, data, length, "the scan");
+	agent->meta_scanned = agent->meta != NULL;
+}
+
+/* Node 0: share the metadata beside the catalog at @catalog_path. */
+static void share_metadata(struct agent *agent, const char *catalog_path)
+{
+	if (!agent->meta ||
+	    (size_t)snprintf(agent->shared_meta, sizeof(agent->shared_meta), "%s.meta",
+	                     catalog_path) >= sizeof(agent->shared_meta) ||
+	    nopfs_atomic_write(agent->shared_meta, 0600, agent->meta, agent->meta_length) !=
+	            NOPFS_OK) {
+		if (agent->meta)
+			nopfs_warning("cannot share the dataset's metadata in '%s.meta': the other "
+			              "nodes' ranks ask the PFS for it",
+			              catalog_path);
+		agent->shared_meta[0] = '\0';
+	}
+}
+
+/* Every other node: node 0's metadata beside its catalog at @catalog_path. */
+static void receive_metadata(struct agent *agent, const char *catalog_path)
+{
+	char path[PATH_MAX + 8];
+	void *data;
+	size_t length;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.meta", catalog_path) >= sizeof(path))
+		return;
+	/* the share directory may be anyone's: only a file of this user is believed */
+	fd = nopfs_private_file_open_for(AT_FDCWD, path, O_RDONLY, 0, geteuid());
+	if (fd < 0 || nopfs_read_all(fd, SIZE_MAX, &data, &length) != NOPFS_OK) {
+		nopfs_warning("no dataset metadata from node 0 in '%s' (%m): ranks ask the PFS "
+		              "for it",
+		              path);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	keep_metadata(agent, data, length, path);
+}
+
+/* STAGE/meta-changed: a zero byte per directory, mapped shared for the agent to set. */
+static bool make_changed_map(struct agent *agent)
+{
+	char path[4200];
+	void *map;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/" NOPFS_STAGE_META_CHANGED_NAME,
+	                     agent->options.stage_dir) >= sizeof(path))
+		return false;
+	unlink(path); /* an earlier agent's */
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, agent->meta_dirs) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	map = mmap(NULL, agent->meta_dirs, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return false;
+	agent->meta_changed = map;
+	return true;
+}
+
+void team_publish_metadata(struct agent *agent)
+{
+	const char *stage_dir = agent->options.stage_dir;
+
+	if (!agent->meta)
+		return;
+	if (!make_changed_map(agent)) {
+		nopfs_warning("cannot make '%s/" NOPFS_STAGE_META_CHANGED_NAME
+		              "': the dataset's metadata is not served, ranks ask the PFS for it",
+		              stage_dir);
+		return;
+	}
+	if ((size_t)snprintf(agent->stage_meta, sizeof(agent->stage_meta),
+	                     "%s/" NOPFS_STAGE_META_NAME, stage_dir) >= sizeof(agent->stage_meta) ||
+	    nopfs_atomic_write(agent->stage_meta, 0600, agent->meta, agent->meta_length) !=
+	            NOPFS_OK) {
+		nopfs_warning("cannot write the dataset's metadata in '%s': ranks ask the PFS "
+		              "for it",
+		              stage_dir);
+		agent->stage_meta[0] = '\0';
+		return;
+	}
+	agent->meta_published = true;
+	agent->meta_checked_ms = nopfs_clock_now_ms();
+	nopfs_info("metadata: %" PRIu32 " directories, %" PRIu32 " entries served to the ranks",
+	           agent->meta_dirs, agent->meta_entries);
+}
+
+/* Mark directory @d changed; whether it was not yet. */
+static bool mark_changed(struct agent *agent, uint32_t d)
+{
+	if (d >= agent->meta_dirs ||
+	    __atomic_exchange_n(&agent->meta_changed[d], 1, __ATOMIC_RELAXED))
+		return false;
+	agent->meta_changed_count++;
+	return true;
+}
+
+void team_check_metadata(struct agent *agent)
+{
+	struct nopfs_meta_view view;
+	char payload[256 * 11 + 1];
+	uint32_t *newly, marked;
+	const char *why;
+	uint64_t now = nopfs_clock_now_ms();
+
+	/* A node without a data plane hears no notice: it looks itself. */
+	if ((!agent->meta_scanned && agent->peers) || !agent->meta_changed ||
+	    now - agent->meta_checked_ms < AGENT_META_CHECK_MS ||
+	    nopfs_meta_view_init(&view, agent->meta, agent->meta_length, &why) != NOPFS_OK)
+		return;
+	agent->meta_checked_ms = now;
+	newly = malloc(sizeof(*newly) * agent->meta_dirs);
+	if (!newly)
+		return; /* looked at again at the next check */
+	marked = nopfs_meta_check_dirs(&view, agent->meta_changed, newly, agent->meta_dirs);
+	agent->meta_changed_count += marked;
+	if (marked)
+		nopfs_warning("%" PRIu32 " directories of the dataset changed since the scan "
+		              "(first: '%s'): ranks ask the PFS for them",
+		              marked, nopfs_meta_name(&view, view.dirs[newly[0]].realpath));
+	/* The other agents mark them too: 256 a notice. */
+	for (uint32_t first = 0; agent->peers && agent->shared_meta[0] && first < marked;
+	     first += 256) {
+		size_t length = 0;
+
+		for (uint32_t i = first; i < marked && i < first + 256; i++)
+			length += (size_t)snprintf(payload + length, sizeof(payload) - length,
+			                           "%s%" PRIu32, i > first ? "," : "", newly[i]);
+		peer_plane_notify(agent->peers, AGENT_NOTICE_META_CHANGED, agent->generation,
+		                  payload, length + 1);
+	}
+	free(newly);
+}
+
+void team_metadata_notice(struct agent *agent, uint32_t sender, const char *payload)
+{
+	const char *at = payload;
+	uint32_t marked = 0;
+
+	if (!agent->meta_changed || agent->meta_scanned)
+		return;
+	while (*at) {
+		char *end;
+		unsigned long d = strtoul(at, &end, 10);
+
+		if (end == at || (*end && *end != ',') || d >= agent->meta_dirs) {
+			nopfs_warning("a notice of changed directories from node %" PRIu32
+			              " is malformed: ignored from '%.20s'",
+			              sender, at);
+			break;
+		}
+		marked += mark_changed(agent, (uint32_t)d);
+		at = *end ? end + 1 : end;
+	}
+	if (marked)
+		nopfs_info("%" PRIu32 " directories of the dataset changed since node %" PRIu32
+		           "'s scan: ranks ask the PFS for them",
+		           marked, sender);
+}
+
+void team_withdraw_metadata(struct agent *agent)
+{
+	char path[4200];
+
+	if (agent->stage_meta[0])
+		unlink(agent->stage_meta);
+	agent->stage_meta[0] = '\0';
+	if (agent->meta_changed &&
+	    (size_t)snprintf(path, sizeof(path), "%s/" NOPFS_STAGE_META_CHANGED_NAME,
+	                     agent->options.stage_dir) < sizeof(path))
+		unlink(path);
+}
+
 /* Node 0: build the catalog and, with a share directory, publish it there. */
 static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **catalog,
                                   char *announce, size_t length)
@@ -59,6 +281,8 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 
 	announce[0] = '\0';
 	status = job_open_catalog(options, catalog, &agent->job.catalog_from_cache);
+	if (status == NOPFS_OK && options->share_dir[0] == '\0')
+		scan_metadata(agent, *catalog);
 	if (status != NOPFS_OK || options->share_dir[0] == '\0')
 		return status;
 	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog), "%s/%s.catalog",
@@ -72,10 +296,13 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 		return status;
 	status = write_file(agent->shared_catalog, buffer, size);
 	free(buffer);
-	if (status == NOPFS_OK)
+	if (status == NOPFS_OK) {
+		scan_metadata(agent, *catalog);
+		share_metadata(agent, agent->shared_catalog);
 		snprintf(announce, length, "%s", agent->shared_catalog);
-	else
+	} else {
 		agent->shared_catalog[0] = '\0';
+	}
 	return status;
 }
 
@@ -83,11 +310,19 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 static nopfs_status receive_catalog(struct agent *agent, const char *announced,
                                     struct nopfs_catalog **catalog)
 {
+	nopfs_status status;
+
 	if (announced[0] == '\0') {
 		nopfs_warning("no --share-dir: this node scans the dataset itself");
-		return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
+		status = job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
+		if (status == NOPFS_OK)
+			scan_metadata(agent, *catalog);
+		return status;
 	}
-	return team_load_catalog(announced, catalog);
+	status = team_load_catalog(announced, catalog);
+	if (status == NOPFS_OK)
+		receive_metadata(agent, announced);
+	return status;
 }
 
 nopfs_status team_catalog(struct agent *agent)
@@ -101,6 +336,8 @@ nopfs_status team_catalog(struct agent *agent)
 	if (!agent->bootstrap.active) {
 		status =
 		        job_open_catalog(&agent->options, &catalog, &agent->job.catalog_from_cache);
+		if (status == NOPFS_OK)
+			scan_metadata(agent, catalog);
 		return status == NOPFS_OK ? job_use_catalog(&agent->job, &agent->options, catalog)
 		                          : status;
 	}
@@ -283,6 +520,15 @@ void team_fini(struct agent *agent)
 	if (agent->shared_catalog[0])
 		unlink(agent->shared_catalog);
 	agent->shared_catalog[0] = '\0';
+	if (agent->shared_meta[0])
+		unlink(agent->shared_meta);
+	agent->shared_meta[0] = '\0';
+	team_withdraw_metadata(agent);
+	if (agent->meta_changed)
+		munmap(agent->meta_changed, agent->meta_dirs);
+	agent->meta_changed = NULL;
+	free(agent->meta);
+	agent->meta = NULL;
 }
 
 /* A peer asks for @sample: answer from a local tier if it is there. */

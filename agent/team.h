@@ -15,8 +15,32 @@ struct agent;
 struct agent_options;
 struct nopfs_catalog;
 
-/* Give the job its catalog: built here, or received from node 0. */
+/*
+ * Give the job its catalog: built here, or received from node 0. The
+ * dataset's metadata (catalog/meta.h) comes the same way, scanned by node 0
+ * only: a node that cannot have it logs a warning and its tasks ask the PFS.
+ */
 nopfs_status team_catalog(struct agent *agent);
+
+/*
+ * Put the metadata in the staging directory for the tasks ("meta", 0600,
+ * written atomically); a failure only logs a warning. team_withdraw_metadata()
+ * removes it when the agent stops serving.
+ */
+void team_publish_metadata(struct agent *agent);
+void team_withdraw_metadata(struct agent *agent);
+
+/*
+ * Snapshot semantics: the agent that scanned the metadata (and one without
+ * a data plane, which hears no notice) looks at its directories again
+ * every AGENT_META_CHECK_MS (one statx each) and marks
+ * those changed since the scan in STAGE/meta-changed, where the tasks see
+ * them (and ask the PFS for paths through them), and tells the other agents
+ * (AGENT_NOTICE_META_CHANGED), which mark them too. Called by the main
+ * thread at every tick; team_metadata_notice() takes a peer's notice.
+ */
+void team_check_metadata(struct agent *agent);
+void team_metadata_notice(struct agent *agent, uint32_t sender, const char *payload);
 
 /*
  * Every node's tier capacities (the layout's nodes entries, malloc'd, caller
@@ -51,7 +75,8 @@ void team_disconnect_peers(struct agent *agent);
 enum agent_notice_kind {
 	AGENT_NOTICE_PLAN = 1,
 	AGENT_NOTICE_RECORD = 2,
-	AGENT_NOTICE_CATALOG = 3, /* node 0's shared catalog of a plan ("": none) */
+	AGENT_NOTICE_CATALOG = 3,      /* node 0's shared catalog of a plan ("": none) */
+	AGENT_NOTICE_META_CHANGED = 4, /* directories changed since node 0's scan ("D,D,...") */
 };
 
 /*

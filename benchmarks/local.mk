@@ -25,4 +25,5 @@ bench: all
 	top_srcdir=$(top_srcdir) top_builddir=$(top_builddir) NOPFS_PYTHON=$(NOPFS_PYTHON) \
 		$(top_srcdir)/benchmarks/bench_startup.sh
 .PHONY: bench
-EXTRA_DIST += benchmarks/bench_delivery.sh benchmarks/bench_startup.sh
+EXTRA_DIST += benchmarks/bench_delivery.sh benchmarks/bench_startup.sh \
+	benchmarks/bench_metadata.sh benchmarks/first_batch.py

@@ -13,6 +13,7 @@ NOPFS_SIM_CORE = \
 	benchmarks/sim/sim_engine.h \
 	benchmarks/sim/sim_frequency.c \
 	benchmarks/sim/sim_frequency.h \
+	benchmarks/sim/sim_metadata.c \
 	benchmarks/sim/sim_output.c \
 	benchmarks/sim/sim_output.h \
 	benchmarks/sim/sim_paper.c \

@@ -24,6 +24,7 @@ static const char usage_text[] =
         "  paper       Fig. 8 scenarios, the Fig. 9 sweep, section 3.1 and the checks\n"
         "  whatif FILE a cluster and a dataset described in JSON (see examples/)\n"
         "  frequency   access frequencies of the real sampler and Lemma 1\n"
+        "  metadata    the job-start metadata load, plain PyTorch and nopfs\n"
         "  list        policies, scenarios and the inputs we chose\n"
         "\n"
         "paper options (default: everything):\n"
@@ -36,6 +37,9 @@ static const char usage_text[] =
         "frequency options:\n"
         "  --samples F --workers N --epochs E --delta D --worker W --seed S\n"
         "                     (default 1281167, 16, 90, 0.8, 0, 0: the paper's example)\n"
+        "metadata options:\n"
+        "  --files F --dirs D --nodes N --ranks-per-node R --metadata-rate OPS\n"
+        "  --metadata-latency MS (default 1281167, 1000, 1024, 4, 20000, 0.5: ImageNet)\n"
         "common options:\n"
         "  --out DIR          CSV, gnuplot scripts and PNG/SVG plots (default nopfs-sim-out)\n"
         "  --no-out           write no files\n"
@@ -63,6 +67,12 @@ enum {
 	OPT_NO_PLOT,
 	OPT_THREADS,
 	OPT_HELP,
+	OPT_FILES,
+	OPT_DIRS,
+	OPT_NODES,
+	OPT_RANKS_PER_NODE,
+	OPT_METADATA_RATE,
+	OPT_METADATA_LATENCY,
 };
 
 static const struct option long_options[] = {
@@ -85,6 +95,12 @@ static const struct option long_options[] = {
 	{ "no-plot", no_argument, NULL, OPT_NO_PLOT },
 	{ "threads", required_argument, NULL, OPT_THREADS },
 	{ "help", no_argument, NULL, OPT_HELP },
+	{ "files", required_argument, NULL, OPT_FILES },
+	{ "dirs", required_argument, NULL, OPT_DIRS },
+	{ "nodes", required_argument, NULL, OPT_NODES },
+	{ "ranks-per-node", required_argument, NULL, OPT_RANKS_PER_NODE },
+	{ "metadata-rate", required_argument, NULL, OPT_METADATA_RATE },
+	{ "metadata-latency", required_argument, NULL, OPT_METADATA_LATENCY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -92,6 +108,7 @@ struct options {
 	struct sim_paper_options paper;
 	struct sim_whatif_options whatif;
 	struct sim_frequency freq;
+	struct sim_metadata_options meta;
 	bool parts_given;
 };
 
@@ -185,6 +202,30 @@ static bool parse_option(struct options *o, int opt, const char *arg)
 	case OPT_NO_PLOT:
 		o->paper.plot = o->whatif.plot = false;
 		return true;
+	case OPT_FILES:
+		if (!nopfs_parse_uint_option("files", arg, 1, UINT64_MAX / 4, &n))
+			return false;
+		o->meta.files = n;
+		return true;
+	case OPT_DIRS:
+		if (!nopfs_parse_uint_option("dirs", arg, 1, UINT32_MAX, &n))
+			return false;
+		o->meta.dirs = n;
+		return true;
+	case OPT_NODES:
+		if (!nopfs_parse_uint_option("nodes", arg, 1, 1000000, &n))
+			return false;
+		o->meta.nodes = (uint32_t)n;
+		return true;
+	case OPT_RANKS_PER_NODE:
+		if (!nopfs_parse_uint_option("ranks-per-node", arg, 1, 1024, &n))
+			return false;
+		o->meta.ranks_per_node = (uint32_t)n;
+		return true;
+	case OPT_METADATA_RATE:
+		return parse_number("metadata-rate", arg, 0, 1e12, &o->meta.rate);
+	case OPT_METADATA_LATENCY:
+		return parse_number("metadata-latency", arg, 0, 1e6, &o->meta.latency_ms);
 	case OPT_THREADS:
 		if (!nopfs_parse_uint_option("threads", arg, 1, 256, &n))
 			return false;
@@ -227,6 +268,12 @@ int main(int argc, char **argv)
 		           .plot = true },
 		.whatif = { .out = "nopfs-sim-out", .plot = true },
 		.freq = { .samples = 1281167, .workers = 16, .epochs = 90, .delta = 0.8 },
+		.meta = { .files = 1281167,
+		          .dirs = 1000,
+		          .nodes = 1024,
+		          .ranks_per_node = 4,
+		          .rate = 20000,
+		          .latency_ms = 0.5 },
 	};
 	const char *command;
 	nopfs_status status;
@@ -259,6 +306,8 @@ int main(int argc, char **argv)
 		if (status == NOPFS_OK)
 			sim_frequency_print(&o.freq);
 		sim_frequency_fini(&o.freq);
+	} else if (strcmp(command, "metadata") == 0 && optind == argc) {
+		status = sim_metadata_run(&o.meta);
 	} else if (strcmp(command, "list") == 0 && optind == argc) {
 		list();
 		status = NOPFS_OK;

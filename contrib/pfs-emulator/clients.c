@@ -172,6 +172,31 @@ double pfs_admit_read(uint64_t netns, size_t bytes, double now)
 	return done;
 }
 
+void pfs_metadata(enum pfs_metadata_op op)
+{
+	uint64_t netns = pfs_caller_netns();
+	double now = nopfs_clock_seconds(), done = now;
+	struct pfs_client *c;
+
+	pthread_mutex_lock(&pfs.lock);
+	c = client_locked(netns);
+	if (c != NULL) {
+		uint64_t *counters[] = { &c->getattrs, &c->opendirs, &c->readdirs, &c->readlinks,
+			                 &c->accesses };
+
+		(*counters[op])++;
+	}
+	if (pfs.metadata_rate > 0) {
+		if (pfs.metadata_busy_until < now)
+			pfs.metadata_busy_until = now;
+		pfs.metadata_busy_until += 1.0 / pfs.metadata_rate;
+		done = pfs.metadata_busy_until;
+	}
+	pthread_mutex_unlock(&pfs.lock);
+	if (pfs.metadata_rate > 0 || pfs.metadata_latency > 0)
+		pfs_sleep_until(done + pfs.metadata_latency);
+}
+
 /* Writes are counted and delayed by the latency; the curve is for reads. */
 double pfs_admit_write(uint64_t netns, size_t bytes, double now)
 {
@@ -195,8 +220,12 @@ static void write_counters(FILE *out, const struct pfs_client *c)
 	fprintf(out,
 	        "{\"opens\": %" PRIu64 ", \"reads\": %" PRIu64 ", \"bytes\": %" PRIu64
 	        ", \"writes\": %" PRIu64 ", \"bytes_written\": %" PRIu64 ", \"errors\": %" PRIu64
-	        "}",
-	        c->opens, c->reads, c->bytes, c->writes, c->bytes_written, c->errors);
+	        ", \"metadata\": {\"getattr\": %" PRIu64 ", \"opendir\": %" PRIu64
+	        ", \"readdir\": %" PRIu64 ", \"readlink\": %" PRIu64 ", \"access\": %" PRIu64
+	        ", \"total\": %" PRIu64 "}}",
+	        c->opens, c->reads, c->bytes, c->writes, c->bytes_written, c->errors, c->getattrs,
+	        c->opendirs, c->readdirs, c->readlinks, c->accesses,
+	        c->getattrs + c->opendirs + c->readdirs + c->readlinks + c->accesses);
 }
 
 static void write_clients_locked(FILE *out)
@@ -214,6 +243,11 @@ static void write_clients_locked(FILE *out)
 		total.writes += c->writes;
 		total.bytes_written += c->bytes_written;
 		total.errors += c->errors;
+		total.getattrs += c->getattrs;
+		total.opendirs += c->opendirs;
+		total.readdirs += c->readdirs;
+		total.readlinks += c->readlinks;
+		total.accesses += c->accesses;
 	}
 	fputs("}, \"total\": ", out);
 	write_counters(out, &total);

@@ -69,6 +69,11 @@ static void usage(FILE *out)
 	        "  --latency MS         milliseconds added to every open (and create), read\n"
 	        "                       and write (default 0)\n"
 	        "  --noise FRACTION:MS  that fraction of the reads take MS milliseconds more\n"
+	        "  --metadata-latency MS  milliseconds added to every metadata operation\n"
+	        "                       (lookup and getattr, opendir, readdir, readlink,\n"
+	        "                       access; default 0)\n"
+	        "  --metadata-rate OPS  metadata operations per second the one metadata server\n"
+	        "                       answers, all clients in one queue (default unlimited)\n"
 	        "  --seed N             seed of the noise's pseudo-random choice (default 1)\n"
 	        "  --fail PATTERN       opens and creates of paths (relative to the root, no\n"
 	        "                       leading /) matching fnmatch(3) PATTERN fail with EIO;\n"
@@ -79,8 +84,12 @@ static void usage(FILE *out)
 	        "                       and at unmount (written to a temporary file, renamed):\n"
 	        "                       {\"clients\": {\"NETNS\": {\"opens\": N, \"reads\": N,\n"
 	        "                       \"bytes\": N, \"writes\": N, \"bytes_written\": N,\n"
-	        "                       \"errors\": N}, ...}, \"total\": {...}}; \"bytes\" are\n"
-	        "                       read; NETNS: the inode of /proc/PID/ns/net (0: unknown)\n"
+	        "                       \"errors\": N, \"metadata\": {\"getattr\": N, \"opendir\": "
+	        "N,\n"
+	        "                       \"readdir\": N, \"readlink\": N, \"access\": N, "
+	        "\"total\":\n"
+	        "                       N}}, ...}, \"total\": {...}}; \"bytes\" are read;\n"
+	        "                       NETNS: the inode of /proc/PID/ns/net (0: unknown)\n"
 	        "  -f                   foreground (the default and only mode)\n"
 	        "  -d                   FUSE debug output\n"
 	        "  -o OPTIONS           more FUSE mount options (e.g. allow_other)\n"
@@ -263,6 +272,8 @@ static void parse_command_line(int argc, char **argv, struct session_options *fo
 		OPT_FAIL,
 		OPT_READ_ONLY,
 		OPT_STATS,
+		OPT_METADATA_LATENCY,
+		OPT_METADATA_RATE,
 	};
 	static const struct option options[] = {
 		{ "bandwidth", required_argument, NULL, OPT_BANDWIDTH },
@@ -272,6 +283,8 @@ static void parse_command_line(int argc, char **argv, struct session_options *fo
 		{ "fail", required_argument, NULL, OPT_FAIL },
 		{ "read-only", no_argument, NULL, OPT_READ_ONLY },
 		{ "stats", required_argument, NULL, OPT_STATS },
+		{ "metadata-latency", required_argument, NULL, OPT_METADATA_LATENCY },
+		{ "metadata-rate", required_argument, NULL, OPT_METADATA_RATE },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -294,6 +307,20 @@ static void parse_command_line(int argc, char **argv, struct session_options *fo
 			break;
 		case OPT_NOISE:
 			parse_noise(optarg);
+			break;
+		case OPT_METADATA_LATENCY:
+			if (!parse_double(optarg, &ms))
+				bad_usage(
+				        "--metadata-latency: '%s' is not a non-negative number of "
+				        "milliseconds",
+				        optarg);
+			pfs.metadata_latency = ms / 1000.0;
+			break;
+		case OPT_METADATA_RATE:
+			if (!parse_double(optarg, &pfs.metadata_rate) || !(pfs.metadata_rate > 0))
+				bad_usage("--metadata-rate: '%s' is not a positive number of "
+				          "operations per second",
+				          optarg);
 			break;
 		case OPT_SEED:
 			errno = 0;

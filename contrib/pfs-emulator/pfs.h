@@ -61,6 +61,12 @@ struct pfs_client {
 	uint64_t writes;
 	uint64_t bytes_written;
 	uint64_t errors;
+	/* Metadata operations (the FUSE calls a metadata server answers). */
+	uint64_t getattrs; /* lookups and stats */
+	uint64_t opendirs;
+	uint64_t readdirs;
+	uint64_t readlinks;
+	uint64_t accesses;
 	double busy_until; /* pacing: when this client's earlier reads are done */
 	double last_read;  /* monotonic seconds; -inf before the first read */
 };
@@ -75,7 +81,10 @@ struct pfs_state {
 	int curve_points; /* 0: unlimited */
 	double latency;   /* seconds, every open, read and write */
 	double noise_fraction;
-	double noise; /* seconds, extra for noise_fraction of the reads */
+	double noise;               /* seconds, extra for noise_fraction of the reads */
+	double metadata_latency;    /* seconds, every metadata operation */
+	double metadata_rate;       /* operations/s the one metadata server answers; 0: unlimited */
+	double metadata_busy_until; /* the server's queue (under lock) */
 	uint64_t seed;
 	char **fail_patterns;
 	int fail_count;
@@ -109,6 +118,19 @@ void pfs_count_open(uint64_t netns, bool failed);
  * monotonic time at which it may complete (bandwidth share, latency, noise).
  */
 double pfs_admit_read(uint64_t netns, size_t bytes, double now);
+enum pfs_metadata_op {
+	PFS_META_GETATTR,
+	PFS_META_OPENDIR,
+	PFS_META_READDIR,
+	PFS_META_READLINK,
+	PFS_META_ACCESS,
+};
+/*
+ * Count metadata operation @op by the caller's client and wait until it may
+ * complete: in line behind every client's earlier ones at --metadata-rate,
+ * plus --metadata-latency.
+ */
+void pfs_metadata(enum pfs_metadata_op op);
 /* Count a write of @bytes; returns when it may complete (latency only). */
 double pfs_admit_write(uint64_t netns, size_t bytes, double now);
 /* Start the thread that rewrites --stats every second (no-op without it). */

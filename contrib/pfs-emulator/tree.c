@@ -19,6 +19,7 @@ int pfs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 	const char *name;
 	int dir_fd, rc = 0;
 
+	pfs_metadata(PFS_META_GETATTR);
 	if (fi != NULL) {
 		if (fstat((int)fi->fh, st) != 0)
 			return -errno;
@@ -42,6 +43,7 @@ int pfs_access(const char *path, int mask)
 	const char *name;
 	int dir_fd, rc;
 
+	pfs_metadata(PFS_META_ACCESS);
 	if (pfs.read_only && (mask & W_OK) != 0)
 		return -EROFS;
 	rc = pfs_parent_open(path, &dir_fd, &name);
@@ -58,9 +60,11 @@ int pfs_access(const char *path, int mask)
 
 int pfs_opendir(const char *path, struct fuse_file_info *fi)
 {
-	int fd = pfs_open_beneath(path, O_RDONLY | O_DIRECTORY, 0), saved;
+	int fd, saved;
 	DIR *dir;
 
+	pfs_metadata(PFS_META_OPENDIR);
+	fd = pfs_open_beneath(path, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return fd;
 	dir = fdopendir(fd);
@@ -89,6 +93,7 @@ int pfs_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t offse
 	struct dirent *entry;
 	struct stat st;
 
+	pfs_metadata(PFS_META_READDIR);
 	rewinddir(dir);
 	errno = 0;
 	while ((entry = readdir(dir)) != NULL) {
@@ -190,6 +195,7 @@ int pfs_readlink(const char *path, char *buf, size_t size)
 	int dir_fd, rc;
 	ssize_t length;
 
+	pfs_metadata(PFS_META_READLINK);
 	rc = pfs_parent_open(path, &dir_fd, &name);
 	if (rc != 0)
 		return rc;

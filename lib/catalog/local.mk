@@ -13,5 +13,8 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/catalog/catalog_snapshot.c \
 	lib/catalog/catalog_walk.c \
 	lib/catalog/catalog_walk.h \
+	lib/catalog/meta.c \
+	lib/catalog/meta.h \
+	lib/catalog/meta_scan.c \
 	lib/catalog/pyname.c \
 	lib/catalog/pyname.h

@@ -39,7 +39,42 @@ struct node_figures {
 	bool interim; /* written while the agent still ran ("final": false) */
 	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
 	uint64_t plan, replans;
+	/* Dataset metadata calls of its ranks ("metadata"; reports before it: none). */
+	uint64_t meta_served, meta_passed, meta_unlisted, meta_changed, meta_passed_changed;
+	const json_t *meta_per_rank; /* NULL: none */
 };
+
+/* "metadata", when the node reports it: totals and per rank. */
+static bool read_metadata(struct report_keys *keys, struct node_figures *f)
+{
+	const char *name;
+	const json_t *rank;
+	uint64_t value;
+	char path[128];
+
+	if (!json_object_get(keys->report, "metadata"))
+		return true;
+	report_uint(keys, "metadata.served", &f->meta_served);
+	report_uint(keys, "metadata.passed", &f->meta_passed);
+	report_uint(keys, "metadata.unlisted", &f->meta_unlisted);
+	report_optional_uint(keys, "metadata.changed_directories", &f->meta_changed);
+	report_optional_uint(keys, "metadata.passed_changed", &f->meta_passed_changed);
+	if (!report_object(keys, "metadata.per_rank", &f->meta_per_rank))
+		return false;
+	json_object_foreach((json_t *)f->meta_per_rank, name, rank)
+	{
+		if (strlen(name) > 11 || strchr(name, '.')) {
+			report_fail(keys->name, "%skey 'metadata.per_rank' has a bad rank '%s'",
+			            keys->who, name);
+			return false;
+		}
+		snprintf(path, sizeof(path), "metadata.per_rank.%s.served", name);
+		report_uint(keys, path, &value);
+		snprintf(path, sizeof(path), "metadata.per_rank.%s.passed", name);
+		report_uint(keys, path, &value);
+	}
+	return keys->ok;
+}
 
 static bool read_delivered(struct report_keys *keys, struct node_figures *f)
 {
@@ -153,7 +188,7 @@ static bool read_node(json_t *report, size_t input, const char *name, struct nod
 	report_real(&keys, "stall.seconds", &f->stall_seconds);
 	report_real(&keys, "stall.max_seconds", &f->stall_max_seconds);
 	if (!keys.ok || !read_delivered(&keys, f) || !read_fallbacks(&keys, f) ||
-	    !read_health(&keys, f) || !read_plans(&keys, f))
+	    !read_health(&keys, f) || !read_plans(&keys, f) || !read_metadata(&keys, f))
 		return false;
 	if (f->probe_bytes > f->pfs_bytes) {
 		report_fail(name,
@@ -404,6 +439,59 @@ static int add_pfs_and_stall(json_t *merged, const struct node_figures *f, size_
 	                                     "seconds", seconds, "max_seconds", max_seconds));
 }
 
+/* Add @from's served and passed counts to @into's. */
+static void add_rank_counts(json_t *into, const json_t *from)
+{
+	static const char *const keys[] = { "served", "passed" };
+
+	for (int k = 0; k < 2; k++)
+		json_object_set_new(
+		        into, keys[k],
+		        json_integer(json_integer_value(json_object_get(into, keys[k])) +
+		                     json_integer_value(json_object_get(from, keys[k]))));
+}
+
+/*
+ * metadata: the dataset metadata calls of the ranks answered from the
+ * catalog (served) or by the PFS (passed), in all and per rank.
+ */
+static int add_metadata(json_t *merged, const struct node_figures *f, size_t count)
+{
+	json_t *per_rank = json_object();
+	uint64_t served = 0, passed = 0, unlisted = 0, changed = 0, passed_changed = 0;
+	const char *name;
+	const json_t *rank;
+
+	for (size_t i = 0; i < count; i++) {
+		served += f[i].meta_served;
+		passed += f[i].meta_passed;
+		if (f[i].meta_unlisted > unlisted)
+			unlisted = f[i].meta_unlisted;
+		if (f[i].meta_changed > changed)
+			changed = f[i].meta_changed;
+		passed_changed += f[i].meta_passed_changed;
+		if (!f[i].meta_per_rank)
+			continue;
+		json_object_foreach((json_t *)f[i].meta_per_rank, name, rank)
+		{
+			json_t *sum = json_object_get(per_rank, name);
+
+			if (!sum) {
+				sum = json_pack("{s:I, s:I}", "served", (json_int_t)0, "passed",
+				                (json_int_t)0);
+				json_object_set_new(per_rank, name, sum);
+			}
+			add_rank_counts(sum, rank);
+		}
+	}
+	return json_object_set_new(
+	        merged, "metadata",
+	        json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "served", (json_int_t)served, "passed",
+	                  (json_int_t)passed, "unlisted", (json_int_t)unlisted,
+	                  "changed_directories", (json_int_t)changed, "passed_changed",
+	                  (json_int_t)passed_changed, "per_rank", per_rank));
+}
+
 /*
  * nodes_expected, nodes_reported, nodes_missing, per_node, and replans: the
  * most later steps any node planned for.
@@ -599,7 +687,7 @@ static json_t *build(const struct node_figures *f, size_t count, uint32_t expect
 		return NULL;
 	}
 	failed = add_nodes(merged, f, count, expected) | add_pfs_and_stall(merged, f, count) |
-	         add_delivered(merged, f, count);
+	         add_delivered(merged, f, count) | add_metadata(merged, f, count);
 	missing_problem(problems, json_object_get(merged, "nodes_missing"));
 	disagreement_problems(problems, f, count);
 	fallback_problems(problems, fallbacks, f, count);

@@ -1,5 +1,7 @@
 /* The job report for people: a few lines, each prefixed "nopfs: ". */
 #include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 #include "report_internal.h"
@@ -27,7 +29,10 @@ struct summary {
 	uint64_t delivered[REPORT_SOURCES], delivered_total, delivered_staged;
 	uint64_t stall_requests;
 	double stall_seconds, stall_max_seconds;
-	uint64_t replans; /* 0 in reports before re-planning */
+	uint64_t replans;                                 /* 0 in reports before re-planning */
+	uint64_t meta_served, meta_passed, meta_unlisted; /* 0 in reports before them */
+	uint64_t meta_changed, meta_passed_changed;
+	const json_t *meta_per_rank; /* NULL: none */
 };
 
 static bool read_summary(const json_t *merged, const char *name, struct summary *s)
@@ -65,6 +70,17 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 	s->replans = 0;
 	if (json_object_get(merged, "replans"))
 		report_uint(&keys, "replans", &s->replans);
+	s->meta_served = s->meta_passed = s->meta_unlisted = 0;
+	s->meta_changed = s->meta_passed_changed = 0;
+	s->meta_per_rank = NULL;
+	if (json_object_get(merged, "metadata")) {
+		report_uint(&keys, "metadata.served", &s->meta_served);
+		report_uint(&keys, "metadata.passed", &s->meta_passed);
+		report_uint(&keys, "metadata.unlisted", &s->meta_unlisted);
+		report_optional_uint(&keys, "metadata.changed_directories", &s->meta_changed);
+		report_optional_uint(&keys, "metadata.passed_changed", &s->meta_passed_changed);
+		report_object(&keys, "metadata.per_rank", &s->meta_per_rank);
+	}
 	if (!keys.ok)
 		return false;
 	json_array_foreach(s->problems, i, problem)
@@ -124,6 +140,69 @@ static void print_delivered(const struct summary *s, FILE *out)
 	        s->delivered_staged, s->delivered_total - s->delivered_staged);
 }
 
+/*
+ * "metadata saved": the dataset metadata calls of the ranks (opendir, readdir,
+ * stat, ...) answered from the catalog instead of the PFS, in all and per rank.
+ */
+static void print_metadata(const struct summary *s, FILE *out)
+{
+	uint64_t total = s->meta_served + s->meta_passed;
+	const char *name;
+	const json_t *rank;
+
+	if (total == 0 && s->meta_unlisted == 0)
+		return;
+	fprintf(out,
+	        "nopfs: metadata saved: %" PRIu64 " of %" PRIu64
+	        " dataset metadata calls by the ranks answered from the catalog, %" PRIu64
+	        " reached the PFS",
+	        s->meta_served, total, s->meta_passed);
+	if (s->meta_unlisted)
+		fprintf(out, " (%" PRIu64 " directories left out of the catalog)",
+		        s->meta_unlisted);
+	fputc('\n', out);
+	if (!s->meta_per_rank || json_object_size(s->meta_per_rank) == 0)
+		return;
+	if (json_object_size(s->meta_per_rank) > 16) {
+		json_int_t most = 0;
+
+		json_object_foreach((json_t *)s->meta_per_rank, name,
+		                    rank) if (json_integer_value(json_object_get(rank, "passed")) >
+		                              most) most =
+		        json_integer_value(json_object_get(rank, "passed"));
+		fprintf(out,
+		        "nopfs: metadata per rank: %zu ranks, at most %" JSON_INTEGER_FORMAT
+		        " calls of one rank reached the PFS\n",
+		        json_object_size(s->meta_per_rank), most);
+		return;
+	}
+	/* In rank order: at most 16 keys, each looked at once a pass. */
+	fprintf(out, "nopfs: metadata per rank (served/PFS):");
+	for (long next = LONG_MIN, printed = 0; printed < (long)json_object_size(s->meta_per_rank);
+	     printed++) {
+		long smallest = LONG_MAX;
+		const char *at = NULL;
+
+		json_object_foreach((json_t *)s->meta_per_rank, name, rank)
+		{
+			long r = strtol(name, NULL, 10);
+
+			if (r >= next && r < smallest) {
+				smallest = r;
+				at = name;
+			}
+		}
+		if (!at)
+			break;
+		rank = json_object_get(s->meta_per_rank, at);
+		fprintf(out, " %s:%" JSON_INTEGER_FORMAT "/%" JSON_INTEGER_FORMAT, at,
+		        json_integer_value(json_object_get(rank, "served")),
+		        json_integer_value(json_object_get(rank, "passed")));
+		next = smallest == LONG_MAX ? LONG_MAX : smallest + 1;
+	}
+	fputc('\n', out);
+}
+
 nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 {
 	struct summary s;
@@ -149,6 +228,7 @@ nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 	        "naive); probe read %s more\n",
 	        format_bytes(s.pfs_bytes, size, sizeof(size)), s.vs_dataset, (double)s.epochs,
 	        s.vs_naive, format_bytes(s.probe_bytes, more, sizeof(more)));
+	print_metadata(&s, out);
 	if (s.replans)
 		fprintf(out,
 		        "nopfs: the agents planned for %" PRIu64 " later step%s with other options "

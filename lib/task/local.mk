@@ -42,6 +42,9 @@ lib_libnopfs_preload_la_SOURCES = \
 	lib/task/preload_real.c \
 	lib/task/preload_real.h \
 	lib/task/preload_serve.c \
+	lib/task/preload_meta.c \
+	lib/catalog/meta.c \
+	lib/catalog/meta.h \
 	lib/task/stage_dir.c \
 	lib/task/stage_dir.h \
 	lib/task/channel.c \
@@ -55,12 +58,13 @@ lib_libnopfs_preload_la_SOURCES = \
 	lib/common/status.c \
 	lib/common/status.h
 # open(NULL) must fail with EFAULT as the real one does, whatever glibc's
-# nonnull declarations let the compiler assume.
-lib_libnopfs_preload_la_CFLAGS = $(AM_CFLAGS) -fno-delete-null-pointer-checks
+# nonnull declarations let the compiler assume; stat(NULL) and the others
+# likewise check their arguments before looking at them.
+lib_libnopfs_preload_la_CFLAGS = $(AM_CFLAGS) -fno-delete-null-pointer-checks -Wno-nonnull-compare
 lib_libnopfs_preload_la_LDFLAGS = $(AM_LDFLAGS) \
 	-module \
 	-avoid-version \
-	-export-symbols-regex '^(open|open64|openat|openat64|__open_2|__open64_2|__openat_2|__openat64_2|fopen|fopen64|freopen|freopen64)$$'
+	-export-symbols-regex '^(open|open64|openat|openat64|__open_2|__open64_2|__openat_2|__openat64_2|fopen|fopen64|freopen|freopen64|opendir|fdopendir|readdir|readdir64|readdir_r|readdir64_r|rewinddir|seekdir|telldir|dirfd|closedir|scandir|scandir64|stat|stat64|lstat|lstat64|fstatat|fstatat64|statx|access|faccessat|realpath|readlink|readlinkat)$$'
 nopfsincludedir = $(includedir)/nopfs
 nopfsinclude_HEADERS = \
 	lib/task/nopfs.h \

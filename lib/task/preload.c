@@ -34,7 +34,8 @@ int __openat_2(int dirfd, const char *path, int flags);
 int __openat64_2(int dirfd, const char *path, int flags);
 
 /* Set while this thread is inside the interposer. Initial-exec: no malloc. */
-static __thread int in_interposer __attribute__((tls_model("initial-exec")));
+__thread int nopfs_preload_busy __attribute__((tls_model("initial-exec")));
+#define in_interposer nopfs_preload_busy
 
 /* Every open-family entry point ends here. */
 static int interpose_open(enum real_function function, int dirfd, const char *path, int flags,

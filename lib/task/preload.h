@@ -23,6 +23,33 @@
  */
 int nopfs_preload_serve(int dirfd, const char *path, int flags);
 
+/* Set while this thread is inside the interposer (preload.c). */
+extern __thread int nopfs_preload_busy __attribute__((tls_model("initial-exec")));
+
+struct nopfs_meta_view;
+
+/*
+ * The dataset's metadata the agent put in the staging directory (mapped and
+ * checked on first use), or NULL: not configured, none there, not valid, or
+ * gone since (the agent stopped: it is looked for at most once a second).
+ */
+const struct nopfs_meta_view *nopfs_preload_meta(void);
+
+/*
+ * When @path (relative to @dirfd as the *at() calls take it) names the
+ * dataset root or something under it, lexically, the rest of the path after
+ * the root ("" for the root itself, else starting with "/") into @rest.
+ */
+bool nopfs_preload_in_dataset(int dirfd, const char *path, char *rest, size_t length);
+
+/* Metadata calls into the dataset: served from the metadata, or passed to the PFS. */
+enum nopfs_preload_meta_count {
+	NOPFS_PRELOAD_META_SERVED,
+	NOPFS_PRELOAD_META_PASSED,
+	NOPFS_PRELOAD_META_STALE, /* passed: a directory changed since the scan */
+};
+void nopfs_preload_count_meta(enum nopfs_preload_meta_count what);
+
 /* Whether /proc/self/fd can reopen descriptors (freopen is served through it). */
 bool nopfs_preload_can_reopen(void);
 

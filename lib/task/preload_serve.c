@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +36,7 @@
 #include "preload_real.h"
 #include "runtime.h"
 #include "stage_dir.h"
+#include "catalog/meta.h"
 #include "common/clock.h"
 
 /* The open flags served; any other flag (O_CREAT, O_DIRECTORY, O_PATH, ...) is not. */
@@ -78,7 +80,20 @@ static struct {
 	uint64_t fallback_refused; /* ERROR reply: the agent cannot serve it */
 	uint64_t fallback_failed;  /* connect, timeout, I/O, malformed reply */
 	uint64_t fallback_other;   /* not configured for it, name too long, ... */
+	uint64_t meta_served;      /* metadata calls into the dataset served from the metadata */
+	uint64_t meta_passed;      /* and passed to the real function */
+	uint64_t meta_stale;       /* of these, through a directory changed since the scan */
 } counts;
+
+/* The dataset's metadata, mapped once (nopfs_preload_meta()). */
+static struct {
+	pthread_mutex_t lock;
+	int state; /* atomic: 0 not looked for, 1 mapped, -1 none (or gone) */
+	struct nopfs_meta_view view;
+	ino_t inode;
+	int64_t checked_ms; /* atomic: when the file was last seen there */
+} meta = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static int warned_meta;
 
 static void count(uint64_t *counter)
 {
@@ -424,6 +439,149 @@ out:
 	return fd;
 }
 
+/* The metadata file's root must be the dataset's, trailing slashes aside. */
+static bool same_root(const char *a, const char *b)
+{
+	size_t m = strlen(a), n = strlen(b);
+
+	while (m > 1 && a[m - 1] == '/')
+		m--;
+	while (n > 1 && b[n - 1] == '/')
+		n--;
+	return m == n && memcmp(a, b, m) == 0;
+}
+
+/* Map and check STAGE/meta: the new state. */
+static int load_meta(void)
+{
+	nopfs_status status;
+	const char *why;
+	struct stat st;
+	void *map, *changed;
+	int fd;
+
+	if (!stage_dir_usable())
+		return -1;
+	status = nopfs_stage_dir_openat(&stage, NOPFS_STAGE_META_NAME, 0, -1, &fd, &why);
+	if (status != NOPFS_OK) {
+		if (status != NOPFS_ERR_NOT_FOUND)
+			warn_once(&warned_meta, "metadata %s/meta %s: not used", stage.path, why);
+		return -1;
+	}
+	if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+		close(fd);
+		return -1;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -1;
+	if (nopfs_meta_view_init(&meta.view, map, (size_t)st.st_size, &why) != NOPFS_OK) {
+		warn_once(&warned_meta, "metadata %s/meta %s: not used", stage.path, why);
+		munmap(map, (size_t)st.st_size);
+		return -1;
+	}
+	/* A later step of the job on another dataset: the agents scanned the first one only. */
+	if (!same_root(nopfs_meta_name(&meta.view, meta.view.header->root), config.dataset)) {
+		debug_log("metadata %s/meta is for %s: not used", stage.path,
+		          nopfs_meta_name(&meta.view, meta.view.header->root));
+		munmap(map, (size_t)st.st_size);
+		return -1;
+	}
+	/* The directories changed since: mapped shared, the agent sets their bytes. */
+	status = nopfs_stage_dir_openat(&stage, NOPFS_STAGE_META_CHANGED_NAME, 0,
+	                                (int64_t)meta.view.header->dir_count, &fd, &why);
+	if (status != NOPFS_OK) {
+		warn_once(&warned_meta, "metadata changes %s/%s %s: metadata not used", stage.path,
+		          NOPFS_STAGE_META_CHANGED_NAME, why);
+		munmap(map, (size_t)st.st_size);
+		return -1;
+	}
+	changed = mmap(NULL, meta.view.header->dir_count, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (changed == MAP_FAILED) {
+		munmap(map, (size_t)st.st_size);
+		return -1;
+	}
+	meta.view.changed = changed;
+	meta.inode = st.st_ino;
+	meta.checked_ms = nopfs_clock_now_ms();
+	debug_log("metadata: %" PRIu32 " directories, %" PRIu32 " entries",
+	          meta.view.header->dir_count, meta.view.header->entry_count);
+	return 1;
+}
+
+/* Whether the file mapped is still in the staging directory (the agent serves). */
+static bool meta_still_there(void)
+{
+	int64_t now = nopfs_clock_now_ms();
+	struct stat st;
+
+	if (now - __atomic_load_n(&meta.checked_ms, __ATOMIC_RELAXED) < 1000)
+		return true;
+	if (!stage_dir_usable() ||
+	    fstatat(stage.fd, NOPFS_STAGE_META_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    st.st_ino != meta.inode) {
+		__atomic_store_n(&meta.state, -1, __ATOMIC_RELAXED);
+		debug_log("metadata: gone from %s, the PFS answers from now on", stage.path);
+		return false;
+	}
+	__atomic_store_n(&meta.checked_ms, now, __ATOMIC_RELAXED);
+	return true;
+}
+
+const struct nopfs_meta_view *nopfs_preload_meta(void)
+{
+	int state, cancel_state;
+
+	pthread_once(&config_once, config_init);
+	if (!config.enabled)
+		return NULL;
+	state = __atomic_load_n(&meta.state, __ATOMIC_ACQUIRE);
+	if (state == 0) {
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+		pthread_mutex_lock(&meta.lock);
+		state = __atomic_load_n(&meta.state, __ATOMIC_ACQUIRE);
+		if (state == 0) {
+			state = load_meta();
+			__atomic_store_n(&meta.state, state, __ATOMIC_RELEASE);
+		}
+		pthread_mutex_unlock(&meta.lock);
+		pthread_setcancelstate(cancel_state, NULL);
+	}
+	if (state != 1 || !meta_still_there())
+		return NULL;
+	return &meta.view;
+}
+
+bool nopfs_preload_in_dataset(int dirfd, const char *path, char *rest, size_t length)
+{
+	char resolved[PATH_MAX];
+	const char *absolute = path;
+	size_t n;
+
+	if (!path || !*path)
+		return false;
+	if (path[0] != '/') {
+		if (!absolute_path(dirfd, path, resolved, sizeof(resolved)))
+			return false;
+		absolute = resolved;
+	}
+	n = strlen(config.dataset);
+	while (n > 1 && config.dataset[n - 1] == '/')
+		n--;
+	if (strncmp(absolute, config.dataset, n) != 0 || (absolute[n] && absolute[n] != '/'))
+		return false;
+	return copy_string(absolute + n, rest, length);
+}
+
+void nopfs_preload_count_meta(enum nopfs_preload_meta_count what)
+{
+	count(what == NOPFS_PRELOAD_META_SERVED ? &counts.meta_served : &counts.meta_passed);
+	if (what == NOPFS_PRELOAD_META_STALE)
+		count(&counts.meta_stale);
+}
+
 void nopfs_preload_forget_after_fork(void)
 {
 	/* The parent may have held the lock: the child starts with a fresh one. */
@@ -431,14 +589,49 @@ void nopfs_preload_forget_after_fork(void)
 
 	link_lock = fresh;
 	stage_lock = fresh;
+	meta.lock = fresh;
 	if (link_ready)
 		nopfs_channel_forget(&link_channel);
 	link_down_until_ms = 0;
 	memset(&counts, 0, sizeof(counts));
 }
 
+/*
+ * Leave this process' metadata counts in the staging directory for the
+ * agent's report: ".meta-RANK-PID-NS" (0600, created exclusively, never
+ * through a link), one line "nopfs-meta 1 RANK SERVED PASSED STALE" (STALE:
+ * of the PASSED, those through a directory changed since the scan).
+ */
+static void leave_meta_counts(void)
+{
+	uint64_t served = __atomic_load_n(&counts.meta_served, __ATOMIC_RELAXED);
+	uint64_t passed = __atomic_load_n(&counts.meta_passed, __ATOMIC_RELAXED);
+	uint64_t stale = __atomic_load_n(&counts.meta_stale, __ATOMIC_RELAXED);
+	struct timespec now;
+	char name[96], line[128];
+	int fd, length;
+
+	if (served + passed == 0 || !stage_dir_usable())
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	snprintf(name, sizeof(name), NOPFS_STAGE_META_COUNTS_PREFIX "%" PRId32 "-%d-%ld%09ld",
+	         config.rank, (int)getpid(), (long)now.tv_sec, now.tv_nsec);
+	fd = nopfs_preload_real_openat(stage.fd, name,
+	                               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	length = snprintf(line, sizeof(line),
+	                  "nopfs-meta 1 %" PRId32 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
+	                  config.rank, served, passed, stale);
+	if (write(fd, line, (size_t)length) != length)
+		unlinkat(stage.fd, name, 0);
+	close(fd);
+}
+
 void nopfs_preload_report(void)
 {
+	if (config.enabled)
+		leave_meta_counts();
 	if (!config.debug || !config.enabled)
 		return;
 	debug_log("served %" PRIu64 " staged, %" PRIu64
@@ -446,4 +639,7 @@ void nopfs_preload_report(void)
 	          " refused, %" PRIu64 " agent failures, %" PRIu64 " other",
 	          counts.staged, counts.agent, counts.fallback_backoff, counts.fallback_refused,
 	          counts.fallback_failed, counts.fallback_other);
+	debug_log("metadata calls into the dataset: %" PRIu64 " served, %" PRIu64
+	          " passed to the PFS (%" PRIu64 " of them for directories changed since the scan)",
+	          counts.meta_served, counts.meta_passed, counts.meta_stale);
 }

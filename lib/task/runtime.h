@@ -56,6 +56,15 @@ int nopfs_env_timeout_ms(bool *invalid);
 #define NOPFS_STAGE_INDEX_NAME    "index"
 #define NOPFS_STAGE_PATH_PREFIX   'p'
 #define NOPFS_STAGE_SAMPLE_PREFIX 'i'
+/* The dataset's metadata (catalog/meta.h), written by the agent. */
+#define NOPFS_STAGE_META_NAME "meta"
+/* One byte per directory of it, set by the agent when the directory changed since the scan. */
+#define NOPFS_STAGE_META_CHANGED_NAME "meta-changed"
+/*
+ * A task process' metadata counts, left at its exit:
+ * ".meta-RANK-PID-NS" holding "nopfs-meta 1 RANK SERVED PASSED STALE\n".
+ */
+#define NOPFS_STAGE_META_COUNTS_PREFIX ".meta-"
 
 /*
  * Write the name of the sample at @relative_path staged for @rank

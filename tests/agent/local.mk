@@ -60,7 +60,8 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_shm_full.py \
 	tests/agent/system/test_stop_phases.py \
 	tests/agent/system/test_resume.py \
-	tests/agent/system/test_live.py
+	tests/agent/system/test_live.py \
+	tests/agent/system/test_metadata.py
 TESTS += $(AGENT_SYSTEM_TESTS)
 if HAVE_MPI
 TESTS += tests/agent/system/test_mpi.py

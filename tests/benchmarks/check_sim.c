@@ -11,6 +11,7 @@
 
 #include "log_capture.h"
 #include "sim.h"
+#include "sim_commands.h"
 #include "sim_config.h"
 #include "sim_frequency.h"
 #include "sim_scenarios.h"
@@ -414,6 +415,40 @@ START_TEST(config_errors_name_the_key)
 }
 END_TEST
 
+/* ------------------------------------------------------------------------
+ * The job-start metadata load.
+ */
+
+START_TEST(metadata_load_by_hand)
+{
+	/* 3,000 files in 30 classes: what strace shows of one torchvision rank. */
+	struct sim_metadata_options o = { .files = 3000,
+		                          .dirs = 30,
+		                          .nodes = 3,
+		                          .ranks_per_node = 2,
+		                          .rate = 1000,
+		                          .latency_ms = 1 };
+	struct sim_metadata_load one, six, many;
+
+	sim_metadata_model(&o, 1, &one);
+	ck_assert(close_to(one.plain_rank_ops, 31 + 62 + 61));
+	/* nopfs: catalog 31 x (open + fstat) + 62 getdents + 6000; metadata 31 + 62 + 3030 + 2 */
+	ck_assert(close_to(one.nopfs_job_ops, 62 + 62 + 6000 + 31 + 62 + 3030 + 2));
+	ck_assert(close_to(one.nopfs_rank_ops, 0));
+	/* One rank alone: each call waits for the last, 2 ms each. */
+	ck_assert(close_to(one.plain_seconds, 154 * 0.002));
+	sim_metadata_model(&o, 6, &six);
+	sim_metadata_model(&o, 4096, &many);
+	/* Plain grows with the ranks, nopfs does not. */
+	ck_assert(close_to(six.plain_job_ops, 6 * 154));
+	ck_assert(close_to(many.plain_job_ops, 4096 * 154));
+	ck_assert(close_to(six.nopfs_job_ops, many.nopfs_job_ops));
+	ck_assert(close_to(six.nopfs_seconds, many.nopfs_seconds));
+	/* 4,096 ranks: the server's rate bounds them. */
+	ck_assert(close_to(many.plain_seconds, 4096 * 154 / 1000.0));
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("sim");
@@ -436,6 +471,7 @@ int main(void)
 	tcase_add_test(engine, policy_invariants_on_scaled_scenarios);
 	tcase_add_test(config, config_parses_and_sorts_tiers);
 	tcase_add_test(config, config_errors_name_the_key);
+	tcase_add_test(engine, metadata_load_by_hand);
 	suite_add_tcase(suite, frequency);
 	suite_add_tcase(suite, engine);
 	suite_add_tcase(suite, config);

@@ -34,6 +34,9 @@ chmod -R a+rX "$WORK/bin"
 "$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples 1500 --classes 15 \
 	--mean 100K --sd 20K >/dev/null
 chmod -R a+rX "$WORK/data"
+# The job adds a file to this class once the training is over (snapshot semantics).
+CHANGED=$(find "$WORK/data" -mindepth 1 -maxdepth 1 -type d | sort | head -n 1)
+chmod 777 "$CHANGED"
 S=$(du -sb "$WORK/data" | cut -f1)
 # The nodes' namespaces do not isolate shared memory: UCX must use TCP.
 cat >"$WORK/bin/agent-env" <<ENV
@@ -75,6 +78,18 @@ srun --overlap -N3 --ntasks-per-node=2 --kill-on-bad-exit=1 \\
 	$PYTHON $WORK/bin/train.py --data $WORK/data --seed 42 --epochs 3 \\
 	--workers 2 --out $WORK/out-%r.txt
 echo "training exit \$?"
+# Snapshot semantics: a class changed during the job. Node 0's check (every
+# 10 s) marks it and tells the other agents; then every node lists it as it is.
+echo added >$CHANGED/added.JPEG
+sleep 12
+timeout -k 5 60 srun --overlap -N3 -n3 --ntasks-per-node=1 \
+	env NOPFS_SOCKET=/tmp/nopfs-\$SLURM_JOB_ID/agent.sock \
+	NOPFS_STAGE_DIR=/dev/shm/nopfs-\$SLURM_JOB_ID NOPFS_DATASET=$WORK/data NOPFS_RANK=9 \
+	LD_PRELOAD=$WORK/bin/libnopfs_preload.so \
+	$PYTHON -c 'import os, sys; open(sys.argv[2] + os.environ["SLURM_NODEID"], "w").write(repr(sorted(os.listdir(sys.argv[1]))))' \
+	$CHANGED $WORK/changed-listing-
+echo "listing exit \$?"
+rm -f $CHANGED/added.JPEG # the samples checked below are the dataset's as trained on
 # The job ends here: Slurm sends the agent step SIGTERM (KillWait grace).
 JOB
 chmod 755 "$WORK/job.sh"
@@ -124,6 +139,23 @@ failures = sum(p["timeouts"] + p["errors"] for p in planes.values())
 # without failures must keep the job near one read of the dataset.
 if mode == "normal" and failures == 0:
     assert pfs <= 1.02 * S, f"the job read {pfs / S:.2f} x S from the PFS with peers on"
+# The dataset's metadata: scanned by node 0, loaded by the others from its
+# share, answered every rank's listing and stat calls into the dataset.
+for r in reports:
+    meta = r["metadata"]
+    assert meta["published"] and meta["directories"] == 16 and meta["unlisted"] == 0, (
+        f"node {r['node']}: metadata {meta}")
+# ... and the class changed after the training: every node saw the change.
+    assert meta["changed_directories"] == 1, f"node {r['node']}: metadata {meta}"
+listings = [open(os.path.join(work, f"changed-listing-{n}")).read() for n in range(3)]
+assert all("'added.JPEG'" in listing for listing in listings), listings
+ranks = {k: v for r in reports for k, v in r["metadata"]["per_rank"].items()
+         if int(k) < 6}
+assert sorted(ranks) == [str(k) for k in range(6)], f"metadata counts of ranks {sorted(ranks)}"
+assert all(c["served"] > 0 and c["passed"] == 0 for c in ranks.values()), ranks
+print(f"ok - a class changed during the job is listed as it is on every node")
+print(f"ok - metadata served to every rank, none passed to the PFS: "
+      + ", ".join(f"{k}: {ranks[k]['served']}" for k in sorted(ranks)))
 print(f"ok - 3 agents planned together ({planned / S:.2f} x S kept across nodes); "
       f"{checked} samples correct; {peer_gets} samples from peers; "
       f"{failures} peer failures; PFS read {pfs / S:.2f} x S ({mode})")

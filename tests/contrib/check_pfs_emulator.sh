@@ -3,7 +3,8 @@
 # read-write for a non-root user (owners, modes, renames, links, rm -rf,
 # programs and LD_PRELOAD from the mount) or --read-only (EROFS); bandwidth
 # shared among network namespaces; latency, noise, injected EIO; per-client
-# statistics of reads and writes; every bad option named.
+# statistics of reads, writes and metadata operations; a metadata latency
+# and a server-wide metadata rate; every bad option named.
 # Needs root and /dev/fuse (77: skipped otherwise).
 set -u
 # A sanitizer build preloads its runtime into scripts: the emulator is
@@ -112,14 +113,16 @@ start_pfs() {
 }
 
 # stat_field CLIENT|total FIELD: from the stats file; CLIENT "count" gives the
-# number of clients, "min"/"max" FIELD the smallest/largest over clients.
+# number of clients that opened, read or wrote (this script's own namespace
+# also stats the mount point), "min"/"max" FIELD the smallest/largest over
+# those clients.
 stat_field() {
 	"$python" - "$stats" "$1" "$2" <<'EOF'
 import json, sys
 with open(sys.argv[1]) as f:
     s = json.load(f)
 which, field = sys.argv[2], sys.argv[3]
-clients = s["clients"]
+clients = {k: c for k, c in s["clients"].items() if c["opens"] + c["reads"] + c["writes"]}
 if which == "count":
     print(len(clients))
 elif which == "total":
@@ -645,6 +648,66 @@ stop_pfs
 [ "$(stat_field count -)" = 2 ] || fail "two namespaces read, the stats show $(stat_field count -) clients"
 echo "--bandwidth 1:20M,3:60M: two clients 10 MiB each in ${pair_ms} ms (40 MiB/s: about 500 ms)"
 in_range "$pair_ms" 400 800 || fail "two clients at 40 MiB/s took ${pair_ms} ms, want 400-800"
+
+# --- Metadata: counted per client, charged a latency and a server rate ---
+# meta_field total|count OPERATION: the stats' metadata counters (count: the
+# clients that made 20 such operations or more).
+meta_field() {
+	"$python" - "$stats" "$1" "$2" <<'EOF'
+import json, sys
+with open(sys.argv[1]) as f:
+    s = json.load(f)
+which, op = sys.argv[2], sys.argv[3]
+clients = [c["metadata"] for c in s["clients"].values()]
+for c in clients + [s["total"]["metadata"]]:
+    assert c["total"] == sum(v for k, v in c.items() if k != "total"), c
+if which == "total":
+    print(s["total"]["metadata"][op])
+    assert s["total"]["metadata"][op] == sum(c[op] for c in clients), "total != sum"
+elif which == "count":
+    print(sum(1 for c in clients if c[op] >= 20))
+EOF
+}
+expect_usage_error "--metadata-latency: 'x'" --metadata-latency x "$src" "$mnt"
+expect_usage_error "--metadata-rate: '0'" --metadata-rate 0 "$src" "$mnt"
+# ls -l of a directory: an opendir, readdirs, a lookup of every name.
+start_pfs --metadata-latency 20
+t0=$(now_ms)
+ls -l "$mnt/small" >/dev/null || fail "ls -l on the mount"
+meta_ms=$(($(now_ms) - t0))
+stop_pfs
+ops=$(meta_field total total)
+echo "--metadata-latency 20: ls -l of 20 files: $ops metadata operations" \
+	"($(meta_field total getattr) getattr, $(meta_field total opendir) opendir," \
+	"$(meta_field total readdir) readdir) in ${meta_ms} ms"
+[ "$(meta_field total opendir)" -ge 1 ] || fail "ls: no opendir counted"
+[ "$(meta_field total readdir)" -ge 1 ] || fail "ls: no readdir counted"
+[ "$(meta_field total getattr)" -ge 20 ] || fail "ls -l of 20 files: $(meta_field total getattr) getattr"
+in_range "$meta_ms" $((ops * 20 * 90 / 100)) $((ops * 20 + 700)) ||
+	fail "--metadata-latency 20: ${meta_ms} ms for $ops operations, want about $((ops * 20)) ms"
+# --metadata-rate: one server for every client. Two namespaces stat 20
+# names each at once: about 40 operations in line at 40 a second.
+netns_stat() {
+	# shellcheck disable=SC2086 # the file list is split on purpose
+	unshare --net stat -c %s $1 >/dev/null
+}
+start_pfs --metadata-rate 40
+t0=$(now_ms)
+netns_stat "$mnt/big/*.bin" &
+first=$!
+netns_stat "$mnt/small/*.dat" &
+second=$!
+wait "$first" || fail "stat in a network namespace failed"
+wait "$second" || fail "stat in a network namespace failed"
+rate_ms=$(($(now_ms) - t0))
+stop_pfs
+ops=$(meta_field total total)
+echo "--metadata-rate 40: two clients, $ops metadata operations in ${rate_ms} ms" \
+	"(about $((ops * 1000 / 40)) ms expected)"
+[ "$(meta_field count total)" = 2 ] || fail "two namespaces stat'ed, $(meta_field count total) clients counted"
+[ "$ops" -ge 40 ] || fail "40 names stat'ed, $ops metadata operations counted"
+in_range "$rate_ms" $((ops * 1000 * 85 / 4000)) $((ops * 1000 / 40 + 800)) ||
+	fail "--metadata-rate 40: ${rate_ms} ms for $ops operations, want about $((ops * 1000 / 40)) ms"
 
 if [ "$failures" -ne 0 ]; then
 	echo "$failures failure(s)"

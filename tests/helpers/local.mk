@@ -4,6 +4,8 @@
 check_PROGRAMS += \
 	tests/helpers/catalog_dump \
 	tests/helpers/fake_agent \
+	tests/helpers/meta_build \
+	tests/helpers/meta_probe \
 	tests/helpers/preload_probe
 tests_helpers_catalog_dump_SOURCES = tests/helpers/catalog_dump.c
 tests_helpers_catalog_dump_LDADD = lib/libnopfs_core.la
@@ -13,6 +15,9 @@ tests_helpers_fake_agent_SOURCES = \
 	tests/helpers/fake_agent.h
 tests_helpers_fake_agent_LDADD = lib/libnopfs_core.la
 tests_helpers_preload_probe_SOURCES = tests/helpers/preload_probe.c
+tests_helpers_meta_build_SOURCES = tests/helpers/meta_build.c
+tests_helpers_meta_build_LDADD = lib/libnopfs_core.la
+tests_helpers_meta_probe_SOURCES = tests/helpers/meta_probe.c
 EXTRA_DIST += \
 	tests/helpers/catalog_fixture.h \
 	tests/helpers/log_capture.h \

@@ -12,6 +12,7 @@ check_PROGRAMS += \
 	tests/lib/common/check_optable \
 	tests/lib/catalog/check_catalog \
 	tests/lib/catalog/check_catalog_cache \
+	tests/lib/catalog/check_meta \
 	tests/lib/plan/check_layout \
 	tests/lib/plan/check_model \
 	tests/lib/plan/check_placement \
@@ -63,6 +64,10 @@ tests_lib_catalog_check_catalog_cache_SOURCES = tests/lib/catalog/check_catalog_
 tests_lib_catalog_check_catalog_cache_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_catalog_check_catalog_cache_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_catalog_check_catalog_cache_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_catalog_check_meta_SOURCES = tests/lib/catalog/check_meta.c
+tests_lib_catalog_check_meta_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_catalog_check_meta_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_catalog_check_meta_LDADD = $(UNIT_TEST_LIBS)
 
 tests_lib_plan_check_layout_SOURCES = tests/lib/plan/check_layout.c
 tests_lib_plan_check_layout_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
@@ -124,20 +129,25 @@ TESTS += \
 	tests/lib/catalog/check_catalog \
 	tests/lib/catalog/check_catalog_cache \
 	tests/lib/catalog/check_catalog_torch.sh \
+	tests/lib/catalog/check_meta \
 	tests/lib/task/check_wire \
 	tests/lib/task/check_wire_io \
 	tests/lib/task/check_runtime \
 	tests/lib/task/check_client \
 	tests/lib/task/check_client_ctypes.sh \
 	tests/lib/task/check_preload.sh \
+	tests/lib/task/check_preload_meta.sh \
 	tests/lib/report/check_report
 EXTRA_DIST += \
 	tests/data/sampler_vectors.txt \
 	tests/lib/plan/sampler_torch.py \
 	tests/lib/plan/check_sampler_torch.sh \
 	tests/lib/catalog/catalog_torch.py \
+	tests/lib/catalog/odd_tree.py \
 	tests/lib/catalog/check_catalog_torch.sh \
 	tests/lib/task/check_client_ctypes.sh \
 	tests/lib/task/client_ctypes.py \
 	tests/lib/task/check_preload.sh \
-	tests/lib/task/preload_python.py
+	tests/lib/task/preload_python.py \
+	tests/lib/task/check_preload_meta.sh \
+	tests/lib/task/preload_meta.py

@@ -438,6 +438,57 @@ START_TEST(merged_checks_and_write)
 }
 END_TEST
 
+/* The ranks' metadata calls: summed per rank and in all, printed, a bad one named. */
+START_TEST(metadata_counts)
+{
+	json_t *nodes[2] = { node_report(0, "7", 500, 100, 4, 0, 0.0),
+		             node_report(1, "7", 500, 100, 4, 0, 0.0) };
+	json_t *merged;
+	char *text;
+
+	json_object_set_new(
+	        nodes[0], "metadata",
+	        json_pack("{s:b, s:i, s:i, s:i, s:i, s:i, s:{s:{s:i, s:i}, s:{s:i, s:i}}}",
+	                  "published", 1, "directories", 31, "entries", 3062, "unlisted", 0,
+	                  "served", 150, "passed", 2, "per_rank", "1", "served", 50, "passed", 2,
+	                  "0", "served", 100, "passed", 0));
+	json_object_set_new(nodes[1], "metadata",
+	                    json_pack("{s:b, s:i, s:i, s:i, s:i, s:i, s:{s:{s:i, s:i}}}",
+	                              "published", 1, "directories", 31, "entries", 3062,
+	                              "unlisted", 3, "served", 40, "passed", 1, "per_rank", "2",
+	                              "served", 40, "passed", 1));
+	merged = merge(nodes, 2, 2);
+	ck_assert_ptr_nonnull(merged);
+	ck_assert_int_eq(integer_at(merged, "metadata", "served"), 190);
+	ck_assert_int_eq(integer_at(merged, "metadata", "passed"), 3);
+	ck_assert_int_eq(integer_at(merged, "metadata", "unlisted"), 3);
+	ck_assert_int_eq(
+	        integer_at(json_object_get(json_object_get(merged, "metadata"), "per_rank"), "1",
+	                   "passed"),
+	        2);
+	text = summary_of(merged);
+	ck_assert_msg(strstr(text,
+	                     "nopfs: metadata saved: 190 of 193 dataset metadata calls by the "
+	                     "ranks answered from the catalog, 3 reached the PFS (3 "
+	                     "directories left out of the catalog)\n"),
+	              "%s", text);
+	/* in rank order, whatever the order the nodes gave them in */
+	ck_assert_msg(strstr(text, "(served/PFS): 0:100/0 1:50/2 2:40/1\n"), "%s", text);
+	free(text);
+	json_decref(merged);
+
+	/* A per-rank count that is not a number: the key and node named. */
+	json_object_set_new(
+	        json_object_get(json_object_get(json_object_get(nodes[1], "metadata"), "per_rank"),
+	                        "2"),
+	        "served", json_string("many"));
+	ck_assert(!check_node(nodes[1]));
+	expect_error("node 1: key 'metadata.per_rank.2.served' is not a non-negative integer");
+	json_decref(nodes[0]);
+	json_decref(nodes[1]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("report");
@@ -452,6 +503,7 @@ int main(void)
 	tcase_add_test(tc, nodes_planned_for_different_steps);
 	tcase_add_test(tc, health_problems);
 	tcase_add_test(tc, merged_checks_and_write);
+	tcase_add_test(tc, metadata_counts);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
 	srunner_run_all(runner, CK_NORMAL);

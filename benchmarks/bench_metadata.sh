@@ -1,0 +1,91 @@
+#!/bin/bash
+# Time to a rank's first batch with a contended metadata server, plain
+# PyTorch against nopfs, on the 3-node test cluster (3 nodes x 2 ranks): the
+# shared PFS is the emulated one (nopfs-pfs) with one metadata server
+# answering METADATA_RATE operations a second (default 5000), each after
+# METADATA_LATENCY ms (default 0.2). The dataset: FILES files (default
+# 100000) in DIRS class folders (default 1000), 1 KiB each. Each rank runs
+# torchvision's ImageFolder, a DistributedSampler and a DataLoader until its
+# first batch (first_batch.py). Prints, for each of REPEAT runs (default 3)
+# and their medians, the slowest rank's time from srun to its first batch
+# and the PFS metadata operations of the job (the emulator's counters: the
+# ranks' and, with nopfs, the agents' scan). Needs root; brings the cluster
+# up with the emulated PFS and down at the end.
+set -euo pipefail
+FILES=${FILES:-100000}
+DIRS=${DIRS:-1000}
+REPEAT=${REPEAT:-3}
+export NOPFS_CLUSTER_PFS_EMULATE="--metadata-rate ${METADATA_RATE:-5000} --metadata-latency ${METADATA_LATENCY:-0.2}"
+PLUGIN_NEEDS_TORCH=1
+top_srcdir=${top_srcdir:-$(dirname "$0")/..}
+top_builddir=${top_builddir:-$top_srcdir}
+# shellcheck source-path=SCRIPTDIR source=../tests/cluster/plugin_test_lib.sh
+. "$top_srcdir/tests/cluster/plugin_test_lib.sh"
+# The cluster now runs the emulated PFS: take it down at the end whoever started it.
+# shellcheck disable=SC2034 # read by cluster_cleanup (cluster_test_lib.sh)
+CLUSTER_STARTED=1
+[[ -n ${NOPFS_CLUSTER_PFS_STATS:-} ]] || { echo "the cluster's PFS is not emulated"; exit 1; }
+
+cp "$SRCDIR/benchmarks/first_batch.py" "$WORK/first_batch.py"
+"$PYTHON" "$SRCDIR/contrib/make-dataset" "$WORK/data" --samples "$FILES" --classes "$DIRS" \
+	--mean 1K --sd 0 >/dev/null
+chmod -R a+rX "$WORK"
+
+# metadata_ops: the emulator's metadata operations so far, all clients.
+metadata_ops() {
+	"$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["total"]["metadata"]["total"])' \
+		"$NOPFS_CLUSTER_PFS_STATS"
+}
+
+# run NAME [SRUN OPTIONS...]: one job to the first batch; prints
+# "SECONDS OPERATIONS": the slowest rank's time and the job's metadata ops.
+run() {
+	local name=$1 before after seconds
+	shift
+	sleep 1.5 # the counters are rewritten every second: let them settle
+	before=$(metadata_ops)
+	(cd "$WORK" && "${RUNU[@]}" env BENCH_START="$(date +%s.%N)" \
+		srun -N3 --ntasks-per-node=2 "$@" "$PYTHON" "$WORK/first_batch.py" "$WORK/data") \
+		>"$WORK/$name.out" 2>"$WORK/$name.err" || {
+		echo "$name failed:" >&2
+		cat "$WORK/$name.err" >&2
+		exit 1
+	}
+	sleep 1.5
+	after=$(metadata_ops)
+	seconds=$(awk '$3 == '"$FILES"' { if ($2 > m) m = $2; n++ } END { if (n == 6) print m; else print "missing" }' \
+		"$WORK/$name.out")
+	[[ $seconds != missing ]] || { echo "$name: not every rank reached its first batch" >&2; cat "$WORK/$name.out" >&2; exit 1; }
+	echo "$seconds $((after - before))"
+}
+
+plain_times=() plain_ops=() nopfs_times=() nopfs_ops=()
+for i in $(seq 1 "$REPEAT"); do
+	read -r t o < <(run "plain-$i")
+	plain_times+=("$t") plain_ops+=("$o")
+	read -r t o < <(run "nopfs-$i" --nopfs-dataset="$WORK/data" --nopfs-tiers=ram:200M \
+		--nopfs-report="$WORK/nopfs-$i.json")
+	nopfs_times+=("$t") nopfs_ops+=("$o")
+	echo "run $i: plain ${plain_times[-1]} s, ${plain_ops[-1]} metadata ops;" \
+		"nopfs ${nopfs_times[-1]} s, ${nopfs_ops[-1]} metadata ops"
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+echo "first batch, 3 nodes x 2 ranks, $FILES files in $DIRS folders, metadata server" \
+	"$NOPFS_CLUSTER_PFS_EMULATE (medians of $REPEAT runs):"
+echo "  plain PyTorch: $(median "${plain_times[@]}") s, $(median "${plain_ops[@]}") PFS metadata operations per job"
+echo "  nopfs:         $(median "${nopfs_times[@]}") s, $(median "${nopfs_ops[@]}") PFS metadata operations per job"
+# The job report comes once the agents have stopped (after srun): 30 s at most.
+for _ in $(seq 1 150); do
+	[[ -s $WORK/nopfs-$REPEAT.json ]] && break
+	sleep 0.2
+done
+if [[ -s $WORK/nopfs-$REPEAT.json ]]; then
+	"$PYTHON" - "$WORK/nopfs-$REPEAT.json" <<'PY'
+import json, sys
+meta = json.load(open(sys.argv[1]))["metadata"]
+print(f"  nopfs ranks (last run): {meta['served']} metadata calls served from the catalog, "
+      f"{meta['passed']} reached the PFS")
+PY
+else
+	echo "  (no job report of the last nopfs run within 30 s: the ranks' counts are not shown)"
+fi

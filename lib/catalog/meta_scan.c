@@ -1,0 +1,437 @@
+/*
+ * Making the dataset's metadata buffer (meta.h): one walk of the tree with
+ * readdir and statx, following symbolic links to directories except into an
+ * ancestor.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "meta.h"
+#include "common/log.h"
+
+uint32_t nopfs_meta_layout(void);
+uint64_t nopfs_meta_checksum(const void *data, size_t length);
+
+#define STATX_WANTED (STATX_BASIC_STATS | STATX_BTIME | STATX_MNT_ID)
+
+struct ancestor {
+	uint32_t dev_major, dev_minor;
+	uint64_t ino;
+};
+
+struct scan {
+	struct nopfs_meta_dir *dirs;
+	uint32_t dir_count, dir_capacity;
+	struct nopfs_meta_entry *entries;
+	uint32_t entry_count, entry_capacity;
+	char *names;
+	size_t names_length, names_capacity;
+	size_t budget;
+	uint32_t unlisted;
+	bool failed; /* out of memory */
+	struct ancestor ancestors[PATH_MAX / 2];
+	uint32_t depth;
+};
+
+static bool grow(void **array, uint32_t *capacity, uint32_t count, size_t size)
+{
+	uint32_t wanted;
+	void *bigger;
+
+	if (count < *capacity)
+		return true;
+	if (*capacity >= NOPFS_META_NONE / 2)
+		return false;
+	wanted = *capacity ? *capacity * 2 : 64;
+	bigger = realloc(*array, (size_t)wanted * size);
+	if (!bigger)
+		return false;
+	*array = bigger;
+	*capacity = wanted;
+	return true;
+}
+
+/* Append @name (with its NUL); its offset, or 0 on failure (failed set). */
+static uint64_t add_name(struct scan *scan, const char *name)
+{
+	size_t length = strlen(name) + 1;
+	uint64_t offset = scan->names_length;
+
+	while (scan->names_length + length > scan->names_capacity) {
+		size_t capacity = scan->names_capacity ? scan->names_capacity * 2 : 4096;
+		char *bigger = realloc(scan->names, capacity);
+
+		if (!bigger) {
+			scan->failed = true;
+			return 0;
+		}
+		scan->names = bigger;
+		scan->names_capacity = capacity;
+	}
+	memcpy(scan->names + offset, name, length);
+	scan->names_length += length;
+	return offset;
+}
+
+static void stat_at(int dirfd, const char *name, int flags, struct nopfs_meta_stat *out)
+{
+	struct statx stx;
+
+	memset(out, 0, sizeof(*out));
+	if (statx(dirfd, name, flags | AT_NO_AUTOMOUNT, STATX_WANTED, &stx) != 0) {
+		out->error = errno ? errno : EIO;
+		return;
+	}
+	out->mask = stx.stx_mask;
+	out->blksize = stx.stx_blksize;
+	out->nlink = stx.stx_nlink;
+	out->uid = stx.stx_uid;
+	out->gid = stx.stx_gid;
+	out->mode = stx.stx_mode;
+	out->dev_major = stx.stx_dev_major;
+	out->dev_minor = stx.stx_dev_minor;
+	out->rdev_major = stx.stx_rdev_major;
+	out->rdev_minor = stx.stx_rdev_minor;
+	out->attributes = stx.stx_attributes;
+	out->attributes_mask = stx.stx_attributes_mask;
+	out->ino = stx.stx_ino;
+	out->size = stx.stx_size;
+	out->blocks = stx.stx_blocks;
+	out->mnt_id = stx.stx_mnt_id;
+	out->atime_sec = stx.stx_atime.tv_sec;
+	out->atime_nsec = stx.stx_atime.tv_nsec;
+	out->btime_sec = stx.stx_btime.tv_sec;
+	out->btime_nsec = stx.stx_btime.tv_nsec;
+	out->ctime_sec = stx.stx_ctime.tv_sec;
+	out->ctime_nsec = stx.stx_ctime.tv_nsec;
+	out->mtime_sec = stx.stx_mtime.tv_sec;
+	out->mtime_nsec = stx.stx_mtime.tv_nsec;
+}
+
+/* The real path of @path as a name offset, or 0 with *error. */
+static uint64_t real_name(struct scan *scan, const char *path, int32_t *error)
+{
+	char resolved[PATH_MAX];
+
+	*error = 0;
+	if (!realpath(path, resolved)) {
+		*error = errno ? errno : EIO;
+		return 0;
+	}
+	return add_name(scan, resolved);
+}
+
+/* Whether listing another directory of @count entries stays in the budget. */
+static bool within_budget(const struct scan *scan, size_t count)
+{
+	size_t used = (size_t)scan->dir_count * sizeof(struct nopfs_meta_dir) +
+	              ((size_t)scan->entry_count + count) *
+	                      (sizeof(struct nopfs_meta_entry) + sizeof(uint32_t)) +
+	              scan->names_length;
+
+	return used <= scan->budget;
+}
+
+static const char *sort_names;
+static const struct nopfs_meta_entry *sort_entries;
+
+static int compare_entries(const void *a, const void *b)
+{
+	const char *x = sort_names + sort_entries[*(const uint32_t *)a].name;
+	const char *y = sort_names + sort_entries[*(const uint32_t *)b].name;
+
+	return strcmp(x, y);
+}
+
+static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path);
+
+/* Read directory @d at @path into the entries, then its subdirectories. */
+static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DIR *stream)
+{
+	uint32_t first = scan->entry_count, count;
+	struct dirent *dent;
+	int fd = dirfd(stream);
+
+	for (;;) {
+		struct nopfs_meta_entry *e;
+
+		errno = 0;
+		dent = readdir(stream);
+		if (!dent)
+			break;
+		if (!grow((void **)&scan->entries, &scan->entry_capacity, scan->entry_count,
+		          sizeof(*scan->entries))) {
+			scan->failed = true;
+			return NOPFS_ERR_NOMEM;
+		}
+		e = &scan->entries[scan->entry_count];
+		memset(e, 0, sizeof(*e));
+		e->name = add_name(scan, dent->d_name);
+		e->d_ino = dent->d_ino;
+		e->d_type = dent->d_type;
+		e->dir = NOPFS_META_NONE;
+		scan->entry_count++;
+	}
+	if (errno) {
+		/* Unreadable: forget what was read, the PFS answers for it. */
+		scan->entry_count = first;
+		scan->unlisted++;
+		return NOPFS_OK;
+	}
+	count = scan->entry_count - first;
+	if (!within_budget(scan, 0)) {
+		scan->entry_count = first;
+		scan->unlisted++;
+		return NOPFS_OK;
+	}
+	for (uint32_t i = first; i < first + count; i++) {
+		struct nopfs_meta_entry *e = &scan->entries[i];
+		const char *name = scan->names + e->name;
+		char child[PATH_MAX];
+
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		stat_at(fd, name, AT_SYMLINK_NOFOLLOW, &e->lstat);
+		if (!e->lstat.error && S_ISLNK(e->lstat.mode)) {
+			char contents[PATH_MAX];
+			ssize_t n = readlinkat(fd, name, contents, sizeof(contents) - 1);
+
+			stat_at(fd, name, 0, &e->stat);
+			if (n > 0) {
+				contents[n] = '\0';
+				e->link = add_name(scan, contents);
+				e = &scan->entries[i];
+				name = scan->names + e->name;
+			}
+			if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, name) <
+			    sizeof(child))
+				e->target = real_name(scan, child, &e->target_error);
+			else
+				e->target_error = ENAMETOOLONG;
+			name = scan->names + e->name; /* the names may have moved */
+		} else {
+			e->stat = e->lstat;
+		}
+	}
+	scan->dirs[d].first = first;
+	scan->dirs[d].count = count;
+	scan->dirs[d].listed = 1;
+	for (uint32_t i = first; i < first + count; i++) {
+		struct nopfs_meta_entry *e = &scan->entries[i];
+		const char *name = scan->names + e->name;
+		char child[PATH_MAX];
+		nopfs_status status;
+		uint32_t sub;
+
+		if (e->stat.error || !S_ISDIR(e->stat.mode) || !strcmp(name, ".") ||
+		    !strcmp(name, ".."))
+			continue;
+		if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, name) >= sizeof(child))
+			continue;
+		if (!grow((void **)&scan->dirs, &scan->dir_capacity, scan->dir_count,
+		          sizeof(*scan->dirs))) {
+			scan->failed = true;
+			return NOPFS_ERR_NOMEM;
+		}
+		sub = scan->dir_count++;
+		memset(&scan->dirs[sub], 0, sizeof(scan->dirs[sub]));
+		scan->dirs[sub].self = i;
+		if (S_ISLNK(e->lstat.mode)) {
+			if (e->target_error)
+				continue; /* left unlisted: the PFS answers */
+			scan->dirs[sub].realpath = e->target;
+		} else {
+			char real[PATH_MAX];
+			const char *parent = scan->names + scan->dirs[d].realpath;
+
+			if ((size_t)snprintf(real, sizeof(real), "%s/%s",
+			                     strcmp(parent, "/") ? parent : "",
+			                     name) >= sizeof(real))
+				continue;
+			scan->dirs[sub].realpath = add_name(scan, real);
+		}
+		scan->entries[i].dir = sub;
+		status = scan_dir(scan, sub, child);
+		if (status)
+			return status;
+	}
+	return scan->failed ? NOPFS_ERR_NOMEM : NOPFS_OK;
+}
+
+/* Open and list directory @d at @path, unless it is an ancestor again. */
+static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path)
+{
+	const struct nopfs_meta_stat *st = &scan->entries[scan->dirs[d].self].stat;
+	nopfs_status status;
+	DIR *stream;
+	int fd;
+
+	for (uint32_t i = 0; i < scan->depth; i++) {
+		if (scan->ancestors[i].ino == st->ino &&
+		    scan->ancestors[i].dev_major == st->dev_major &&
+		    scan->ancestors[i].dev_minor == st->dev_minor) {
+			scan->unlisted++;
+			return NOPFS_OK;
+		}
+	}
+	if (scan->depth == sizeof(scan->ancestors) / sizeof(scan->ancestors[0])) {
+		scan->unlisted++;
+		return NOPFS_OK;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	stream = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!stream) {
+		if (fd >= 0)
+			close(fd);
+		if (d == 0) {
+			nopfs_error("cannot list the dataset root '%s': %m", path);
+			return nopfs_status_from_errno(errno);
+		}
+		scan->unlisted++;
+		return NOPFS_OK;
+	}
+	scan->ancestors[scan->depth].ino = st->ino;
+	scan->ancestors[scan->depth].dev_major = st->dev_major;
+	scan->ancestors[scan->depth].dev_minor = st->dev_minor;
+	scan->depth++;
+	status = list_dir(scan, d, path, stream);
+	scan->depth--;
+	closedir(stream);
+	return status;
+}
+
+/* Lay the scan out as one buffer. */
+static nopfs_status pack(struct scan *scan, uint64_t root, int64_t made_ns, void **buffer,
+                         size_t *length)
+{
+	struct nopfs_meta_header header = { .version = NOPFS_META_VERSION };
+	size_t dirs = (size_t)scan->dir_count * sizeof(struct nopfs_meta_dir);
+	size_t entries = (size_t)scan->entry_count * sizeof(struct nopfs_meta_entry);
+	size_t sorted = (size_t)scan->entry_count * sizeof(uint32_t);
+	size_t names_offset = (sizeof(header) + dirs + entries + sorted + 7) & ~(size_t)7;
+	uint32_t *order;
+	uint8_t *out;
+
+	out = calloc(1, names_offset + scan->names_length);
+	if (!out)
+		return NOPFS_ERR_NOMEM;
+	memcpy(out + sizeof(header), scan->dirs, dirs);
+	memcpy(out + sizeof(header) + dirs, scan->entries, entries);
+	order = (uint32_t *)(out + sizeof(header) + dirs + entries);
+	for (uint32_t e = 0; e < scan->entry_count; e++)
+		order[e] = e;
+	sort_names = scan->names;
+	sort_entries = scan->entries;
+	for (uint32_t d = 0; d < scan->dir_count; d++)
+		qsort(order + scan->dirs[d].first, scan->dirs[d].count, sizeof(*order),
+		      compare_entries);
+	memcpy(out + names_offset, scan->names, scan->names_length);
+	memcpy(header.magic, NOPFS_META_MAGIC, 8);
+	header.layout = nopfs_meta_layout();
+	header.length = names_offset + scan->names_length;
+	header.dir_count = scan->dir_count;
+	header.entry_count = scan->entry_count;
+	header.names_offset = names_offset;
+	header.names_length = scan->names_length;
+	header.made_ns = (uint64_t)made_ns;
+	header.complete = scan->unlisted == 0;
+	header.unlisted = scan->unlisted;
+	header.root = root;
+	header.checksum = nopfs_meta_checksum(out + sizeof(header), header.length - sizeof(header));
+	memcpy(out, &header, sizeof(header));
+	*buffer = out;
+	*length = header.length;
+	return NOPFS_OK;
+}
+
+nopfs_status nopfs_meta_scan(const char *root, size_t budget, void **buffer, size_t *length)
+{
+	struct scan *scan = calloc(1, sizeof(*scan));
+	struct nopfs_meta_entry *e;
+	struct timespec now;
+	nopfs_status status;
+	int32_t error;
+	uint64_t root_name;
+
+	if (!scan)
+		return NOPFS_ERR_NOMEM;
+	clock_gettime(CLOCK_REALTIME, &now);
+	scan->budget = budget;
+	add_name(scan, ""); /* offset 0: no name */
+	root_name = add_name(scan, root);
+	scan->dir_capacity = 64;
+	scan->dirs = calloc(scan->dir_capacity, sizeof(*scan->dirs));
+	scan->entry_capacity = 64;
+	scan->entries = calloc(scan->entry_capacity, sizeof(*scan->entries));
+	status = NOPFS_ERR_NOMEM;
+	if (!scan->dirs || !scan->entries || scan->failed)
+		goto out;
+	e = &scan->entries[0];
+	e->name = 0;
+	e->dir = 0;
+	e->d_type = DT_DIR;
+	stat_at(AT_FDCWD, root, AT_SYMLINK_NOFOLLOW, &e->lstat);
+	stat_at(AT_FDCWD, root, 0, &e->stat);
+	scan->entry_count = 1;
+	scan->dir_count = 1;
+	scan->dirs[0].self = 0;
+	scan->dirs[0].realpath = real_name(scan, root, &error);
+	if (e->stat.error || !S_ISDIR(e->stat.mode) || error) {
+		errno = e->stat.error ? e->stat.error : error ? error : ENOTDIR;
+		nopfs_error("cannot scan the dataset root '%s': %m", root);
+		status = nopfs_status_from_errno(errno);
+		goto out;
+	}
+	status = scan_dir(scan, 0, root);
+	if (status == NOPFS_OK && scan->failed)
+		status = NOPFS_ERR_NOMEM;
+	if (status == NOPFS_OK)
+		status = pack(scan, root_name, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+		              buffer, length);
+	if (status == NOPFS_ERR_NOMEM)
+		nopfs_error("out of memory scanning the metadata of '%s'", root);
+out:
+	free(scan->dirs);
+	free(scan->entries);
+	free(scan->names);
+	free(scan);
+	return status;
+}
+
+uint32_t nopfs_meta_check_dirs(const struct nopfs_meta_view *view, uint8_t *changed,
+                               uint32_t *newly, uint32_t max)
+{
+	uint32_t marked = 0;
+
+	for (uint32_t d = 0; d < view->header->dir_count; d++) {
+		const struct nopfs_meta_dir *dir = &view->dirs[d];
+		const struct nopfs_meta_stat *then = &view->entries[dir->self].stat;
+		struct statx now;
+
+		if (!dir->listed || __atomic_load_n(&changed[d], __ATOMIC_RELAXED))
+			continue;
+		if (statx(AT_FDCWD, nopfs_meta_name(view, dir->realpath), AT_NO_AUTOMOUNT,
+		          STATX_MTIME | STATX_CTIME, &now) == 0 &&
+		    now.stx_mtime.tv_sec == then->mtime_sec &&
+		    now.stx_mtime.tv_nsec == then->mtime_nsec &&
+		    now.stx_ctime.tv_sec == then->ctime_sec &&
+		    now.stx_ctime.tv_nsec == then->ctime_nsec)
+			continue;
+		__atomic_store_n(&changed[d], 1, __ATOMIC_RELAXED);
+		if (marked < max)
+			newly[marked] = d;
+		marked++;
+	}
+	return marked;
+}

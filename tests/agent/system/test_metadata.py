@@ -1,0 +1,105 @@
+"""The dataset's listings and stats from the agent's one scan: unmodified
+torchvision ImageFolder training ranks read the right bytes while none of
+their metadata calls into the dataset (directory opens, getdents64, stat,
+access, readlink) reaches the file system (strace), the agent's report counts
+the calls served per rank, a class directory changed during the job is
+listed as it is once the agent's check saw it, and once the agent is gone the same calls go to
+the file system again and still see the dataset."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+
+METADATA_CALLS = re.compile(rb"^\d+ +(newfstatat|statx|stat|lstat|access|faccessat2?|readlink(at)?"
+                            rb"|getdents64|openat\(.*O_DIRECTORY)")
+
+
+def dataset_metadata_calls(trace, data):
+    """strace lines of metadata calls that name a path in the dataset."""
+    with open(trace, "rb") as f:
+        return [line for line in f if METADATA_CALLS.match(line) and data in line]
+
+
+def listing(env):
+    code = ("import os, sys; root = sys.argv[1]; "
+            "print(sorted((t, sorted(d), sorted(f)) for t, d, f in os.walk(root)))")
+    run = subprocess.run([harness.PYTHON, "-c", code, harness_ws.data], env=env,
+                         capture_output=True, check=True)
+    return run.stdout, run.stderr
+
+
+harness.require_torch()
+if not shutil.which("strace"):
+    sys.exit("strace is missing (contrib/install-deps installs it)")
+harness_ws = ws = harness.Workspace(samples=600, classes=12)
+agent = None
+try:
+    agent = harness.Agent(ws, "metadata", seed=3, epochs=1, world_size=2, ranks=[0, 1],
+                          tiers=[f"ram:{ws.dataset_bytes}"])
+    assert os.path.exists(os.path.join(agent.stage, "meta")), "no metadata in the stage directory"
+    rank1, out1 = harness.train(agent, ws, 1, 2, seed=3, epochs=1)
+    # Rank 0 under strace: its metadata calls into the dataset are counted.
+    trace = os.path.join(ws.root, "trace-rank0")
+    out0 = os.path.join(ws.root, "out-0.txt")
+    subprocess.run(["strace", "-f", "-qq", "-s", "4096", "-o", trace, harness.PYTHON,
+                    harness.TRAIN, "--data", ws.data, "--rank", "0", "--world-size", "2",
+                    "--seed", "3", "--epochs", "1", "--workers", "2", "--out", out0],
+                   env=agent.env(0), check=True, timeout=600)
+    harness.wait_all([rank1])
+    checked = harness.verify(ws, [out0, out1], 600)
+    served_calls = dataset_metadata_calls(trace, ws.data.encode())
+    assert not served_calls, (f"{len(served_calls)} metadata calls of rank 0 reached the "
+                              f"file system, e.g. {served_calls[:3]}")
+    # The same rank without nopfs scans the dataset itself.
+    plain_trace = os.path.join(ws.root, "trace-plain")
+    subprocess.run(["strace", "-f", "-qq", "-s", "4096", "-o", plain_trace, harness.PYTHON,
+                    harness.TRAIN, "--data", ws.data, "--rank", "0", "--world-size", "2",
+                    "--seed", "3", "--epochs", "1", "--workers", "2", "--out",
+                    os.path.join(ws.root, "out-plain.txt")], check=True, timeout=600)
+    plain_calls = dataset_metadata_calls(plain_trace, ws.data.encode())
+    assert plain_calls, "the plain run made no metadata call: the trace shows nothing"
+    served_listing, _ = listing(dict(agent.env(7), NOPFS_DEBUG="1"))
+    # Snapshot semantics: a directory changed during the job is passed to the
+    # file system once the agent's check (every 10 s) has seen it.
+    changed_class = os.path.dirname(ws.paths[0])
+    with open(os.path.join(changed_class, "added.JPEG"), "wb") as f:
+        f.write(b"added")
+    deadline = time.time() + 25
+    while True:
+        after_change, stderr = listing(dict(agent.env(7), NOPFS_DEBUG="1"))
+        if b"added.JPEG" in after_change or time.time() > deadline:
+            break
+        time.sleep(1)
+    assert b"added.JPEG" in after_change, "the changed directory is still served as scanned"
+    assert after_change == listing(None)[0], "the changed directory is not listed as it is"
+    os.unlink(os.path.join(changed_class, "added.JPEG"))
+    if agent.stop() != 0:
+        raise AssertionError("agent exited with an error")
+    report = agent.read_report()
+    meta = report["metadata"]
+    assert meta["published"] and meta["directories"] == 13 and meta["unlisted"] == 0, meta
+    assert meta["changed_directories"] >= 1 and meta["passed_changed"] > 0, meta
+    # (the listings ran as "rank 7": only they met the changed directory)
+    assert meta["per_rank"]["7"]["passed"] == meta["passed_changed"], meta
+    for rank in ("0", "1"):
+        counts = meta["per_rank"].get(rank)
+        assert counts and counts["served"] > 0 and counts["passed"] == 0, (rank, meta)
+    # The agent is gone: the real calls answer, the same.
+    real_listing, _ = listing(None)
+    after, stderr = listing(dict(agent.env(7), NOPFS_DEBUG="1"))
+    assert real_listing == after, "listings differ once the agent is gone"
+    assert b"added.JPEG" not in served_listing and served_listing == real_listing, (
+        "the served listing differs from the real one")
+    assert b"metadata calls into the dataset: 0 served" in stderr, stderr[-500:]
+    print(f"{checked} samples correct; dataset metadata calls reaching the file system: "
+          f"{len(plain_calls)} plain, 0 with nopfs; served per rank: "
+          + ", ".join(f"{r}: {c['served']}" for r, c in sorted(meta["per_rank"].items())))
+finally:
+    if agent:
+        agent.kill()
+    ws.cleanup()

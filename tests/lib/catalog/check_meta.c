@@ -1,0 +1,209 @@
+/*
+ * Unit tests of the dataset's metadata buffer (catalog/meta.h): the scan,
+ * the resolver's answers as the kernel gives them, the changed marks, and
+ * the validator refusing damaged buffers, each for its reason.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "catalog/meta.h"
+
+uint64_t nopfs_meta_checksum(const void *data, size_t length);
+
+static char root[256];
+static void *buffer;
+static size_t length;
+static struct nopfs_meta_view view;
+
+static void make(const char *relative, bool dir)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", root, relative);
+	if (dir) {
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+	} else {
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(write(fd, "abc", 3), 3);
+		close(fd);
+	}
+}
+
+static void setup(void)
+{
+	const char *why;
+	char path[512];
+
+	snprintf(root, sizeof(root), "/tmp/check_meta.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	make("a", true);
+	make("a/b", true);
+	make("a/f.jpg", false);
+	make("empty", true);
+	snprintf(path, sizeof(path), "%s/link", root);
+	ck_assert_int_eq(symlink("a", path), 0);
+	snprintf(path, sizeof(path), "%s/gone", root);
+	ck_assert_int_eq(symlink("/nonexistent/x", path), 0);
+	snprintf(path, sizeof(path), "%s/a/b/up", root);
+	ck_assert_int_eq(symlink("../..", path), 0); /* a cycle: left unlisted */
+	ck_assert_int_eq(nopfs_meta_scan(root, (size_t)1 << 20, &buffer, &length), NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_view_init(&view, buffer, length, &why), NOPFS_OK);
+}
+
+static void teardown(void)
+{
+	char command[600];
+
+	free(buffer);
+	snprintf(command, sizeof(command), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(command), 0);
+}
+
+/* Resolve @relative: the entry's name, or "errno N", or "pass". */
+static const char *answer(const char *relative, bool follow, char *out, size_t size)
+{
+	uint32_t entry, parent;
+	bool followed;
+	int error;
+
+	switch (nopfs_meta_resolve(&view, relative, follow, &entry, &parent, &followed, &error)) {
+	case NOPFS_META_ENTRY:
+		snprintf(out, size, "%s%s", nopfs_meta_name(&view, view.entries[entry].name),
+		         followed ? " (followed)" : "");
+		break;
+	case NOPFS_META_ERROR:
+		snprintf(out, size, "errno %d", error);
+		break;
+	default:
+		snprintf(out, size, "pass");
+	}
+	return out;
+}
+
+START_TEST(scan_and_resolve)
+{
+	char out[128], expect[32];
+
+	/* a/b/up and link/b/up (link is a again): cycles, left unlisted */
+	ck_assert_uint_eq(view.header->unlisted, 2);
+	ck_assert_str_eq(answer("", false, out, sizeof(out)), "");
+	ck_assert_str_eq(answer("/a/f.jpg", false, out, sizeof(out)), "f.jpg");
+	ck_assert_str_eq(answer("//a/./f.jpg", true, out, sizeof(out)), "f.jpg (followed)");
+	ck_assert_str_eq(answer("/link", false, out, sizeof(out)), "link");
+	ck_assert_str_eq(answer("/link", true, out, sizeof(out)), "link (followed)");
+	ck_assert_str_eq(answer("/link/", false, out, sizeof(out)), "link (followed)");
+	ck_assert_str_eq(answer("/link/f.jpg", false, out, sizeof(out)), "f.jpg");
+	snprintf(expect, sizeof(expect), "errno %d", ENOENT);
+	ck_assert_str_eq(answer("/nope", false, out, sizeof(out)), expect);
+	ck_assert_str_eq(answer("/gone", true, out, sizeof(out)), expect);
+	ck_assert_str_eq(answer("/gone/x", false, out, sizeof(out)), expect);
+	ck_assert_str_eq(answer("/gone", false, out, sizeof(out)), "gone");
+	snprintf(expect, sizeof(expect), "errno %d", ENOTDIR);
+	ck_assert_str_eq(answer("/a/f.jpg/", false, out, sizeof(out)), expect);
+	ck_assert_str_eq(answer("/a/f.jpg/x", false, out, sizeof(out)), expect);
+	ck_assert_str_eq(answer("/a/../a", false, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/a/b/up/a", false, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/a/b/up", false, out, sizeof(out)), "up");
+}
+END_TEST
+
+START_TEST(changed_directories_pass)
+{
+	uint8_t *changed = calloc(view.header->dir_count, 1);
+	uint32_t newly[8];
+	char out[128], path[512];
+
+	view.changed = changed;
+	ck_assert_uint_eq(nopfs_meta_check_dirs(&view, changed, newly, 8), 0);
+	snprintf(path, sizeof(path), "%s/a/new.jpg", root);
+	/* a new name changes the directory's mtime and ctime (a tick after the scan's) */
+	usleep(50000);
+	ck_assert_int_eq(close(open(path, O_WRONLY | O_CREAT, 0644)), 0);
+	/* a, and link: the same directory listed twice */
+	ck_assert_uint_eq(nopfs_meta_check_dirs(&view, changed, newly, 8), 2);
+	for (int i = 0; i < 2; i++) {
+		const char *real = nopfs_meta_name(&view, view.dirs[newly[i]].realpath);
+
+		ck_assert_str_eq(real + strlen(real) - 2, "/a");
+	}
+	ck_assert_str_eq(answer("/a/f.jpg", false, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/a", false, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/link/f.jpg", false, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/empty", false, out, sizeof(out)), "empty");
+	/* Marked once only. */
+	ck_assert_uint_eq(nopfs_meta_check_dirs(&view, changed, newly, 8), 0);
+	view.changed = NULL;
+	free(changed);
+}
+END_TEST
+
+/* Damage @copy, fix its checksum when @rechecksum, expect @why. */
+static void expect_refused(uint8_t *copy, bool rechecksum, const char *why_expected)
+{
+	struct nopfs_meta_header *h = (void *)copy;
+	struct nopfs_meta_view damaged;
+	const char *why;
+
+	if (rechecksum)
+		h->checksum = nopfs_meta_checksum(copy + sizeof(*h), length - sizeof(*h));
+	ck_assert_int_eq(nopfs_meta_view_init(&damaged, copy, length, &why), NOPFS_ERR_FORMAT);
+	ck_assert_str_eq(why, why_expected);
+}
+
+START_TEST(damaged_buffers_refused)
+{
+	uint8_t *copy = malloc(length);
+	struct nopfs_meta_header *h = (void *)copy;
+	struct nopfs_meta_entry *entries;
+	const char *why;
+
+	memcpy(copy, buffer, length);
+	entries = (void *)(copy + sizeof(*h) + h->dir_count * sizeof(struct nopfs_meta_dir));
+	copy[length - 2] ^= 1;
+	expect_refused(copy, false, "fails its checksum");
+	memcpy(copy, buffer, length);
+	h->version++;
+	expect_refused(copy, false, "is not a metadata file of this version and architecture");
+	memcpy(copy, buffer, length);
+	entries[1].name = h->names_length + 5;
+	expect_refused(copy, true, "has an offset out of range");
+	memcpy(copy, buffer, length);
+	entries[1].dir = h->dir_count;
+	expect_refused(copy, true, "has an offset out of range");
+	memcpy(copy, buffer, length);
+	entries[1].link = h->names_length;
+	expect_refused(copy, true, "has an offset out of range");
+	ck_assert_int_eq(nopfs_meta_view_init(&view, buffer, length - 8, &why), NOPFS_ERR_FORMAT);
+	ck_assert_str_eq(why, "has the wrong length");
+	free(copy);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *suite = suite_create("meta");
+	TCase *tc = tcase_create("meta");
+	SRunner *runner;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, scan_and_resolve);
+	tcase_add_test(tc, changed_directories_pass);
+	tcase_add_test(tc, damaged_buffers_refused);
+	suite_add_tcase(suite, tc);
+	runner = srunner_create(suite);
+	srunner_run_all(runner, CK_NORMAL);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
