@@ -420,17 +420,21 @@ int main(int argc, char **argv)
 	if (stopped_in("start-up"))
 		goto out_stopped;
 	node_paths(&agent);
-	if (job_layout(&agent.job, options, agent.bootstrap.node,
-	               agent.bootstrap.active ? agent.bootstrap.nodes : 0) != NOPFS_OK ||
-	    team_catalog(&agent) != NOPFS_OK || stopped_in("catalog"))
+	status = job_layout(&agent.job, options, agent.bootstrap.node,
+	                    agent.bootstrap.active ? agent.bootstrap.nodes : 0);
+	if (status == NOPFS_OK)
+		status = team_catalog(&agent); /* NOPFS_ERR_CANCELED if stopped */
+	if (stopped_in("catalog") || status != NOPFS_OK)
 		goto out_stopped;
 	team_publish_metadata(&agent);
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
-	if (phase_probe(&agent) != NOPFS_OK || stopped_in("probe"))
+	status = phase_probe(&agent);
+	if (stopped_in("probe") || status != NOPFS_OK)
 		goto out_stopped;
 	agent.phase_seconds[PHASE_PROBE] = phase_end(&clock);
 	resolve_tiers(&agent);
-	if (phase_plan(&agent) != NOPFS_OK || stopped_in("plan"))
+	status = phase_plan(&agent);
+	if (stopped_in("plan") || status != NOPFS_OK)
 		goto out_stopped;
 	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,

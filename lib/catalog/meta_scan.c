@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "meta.h"
+#include "common/cancel.h"
 #include "common/log.h"
 
 uint32_t nopfs_meta_layout(void);
@@ -166,6 +167,8 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 	for (;;) {
 		struct nopfs_meta_entry *e;
 
+		if (nopfs_stop_requested())
+			return NOPFS_ERR_CANCELED; /* the scan of a large dataset takes long */
 		errno = 0;
 		dent = readdir(stream);
 		if (!dent)
