@@ -82,22 +82,17 @@ static void remove_in(const char *directory, const char *prefix, uid_t uid)
 }
 
 /*
- * SSD tier directories the agents made outside ssd_base (ssd:DIR:SIZE):
- * each runtime directory of the job lists them in "ssd-dirs", one path a
- * line. The list is the user's: only an entry named for the job and owned
- * by the job's user is removed, as anywhere else.
+ * The next runtime directory of the job in @tmp (/tmp/PREFIX...) that is a
+ * private directory of @uid holding @name as a regular file of theirs: that
+ * file, opened with @flags; -1 when there is none left.
  */
-static void remove_listed(const char *prefix, uid_t uid)
+static int next_runtime_file(DIR *tmp, const char *prefix, uid_t uid, const char *name, int flags)
 {
 	size_t length = strlen(prefix);
-	char path[PATH_MAX + 64], line[PATH_MAX + 2];
+	char path[PATH_MAX + 64];
 	struct dirent *entry;
-	DIR *tmp = opendir("/tmp");
 
-	if (!tmp)
-		return;
 	while ((entry = readdir(tmp))) {
-		FILE *list;
 		int dir_fd, fd;
 
 		if (!is_job_name(entry->d_name, prefix, length))
@@ -106,12 +101,34 @@ static void remove_listed(const char *prefix, uid_t uid)
 		dir_fd = nopfs_private_dir_open_for(path, uid);
 		if (dir_fd < 0)
 			continue;
-		fd = nopfs_private_file_open_for(dir_fd, "ssd-dirs", O_RDONLY, 0, uid);
+		fd = nopfs_private_file_open_for(dir_fd, name, flags, 0, uid);
 		close(dir_fd);
-		list = fd >= 0 ? fdopen(fd, "r") : NULL;
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+/*
+ * SSD tier directories the agents made outside ssd_base (ssd:DIR:SIZE):
+ * each runtime directory of the job lists them in "ssd-dirs", one path a
+ * line. The list is the user's: only an entry named for the job and owned
+ * by the job's user is removed, as anywhere else.
+ */
+static void remove_listed(const char *prefix, uid_t uid)
+{
+	size_t length = strlen(prefix);
+	char line[PATH_MAX + 2];
+	DIR *tmp = opendir("/tmp");
+	int fd;
+
+	if (!tmp)
+		return;
+	while ((fd = next_runtime_file(tmp, prefix, uid, "ssd-dirs", O_RDONLY)) >= 0) {
+		FILE *list = fdopen(fd, "r");
+
 		if (!list) {
-			if (fd >= 0)
-				close(fd);
+			close(fd);
 			continue;
 		}
 		for (int lines = 0; lines < 64 && fgets(line, sizeof(line), list); lines++) {
@@ -142,28 +159,15 @@ static void remove_listed(const char *prefix, uid_t uid)
  */
 static bool read_summary(const char *prefix, uid_t uid, char *text, size_t size)
 {
-	size_t length = strlen(prefix);
-	char path[PATH_MAX + 64];
-	struct dirent *entry;
 	DIR *tmp = opendir("/tmp");
 	bool found = false;
+	int fd;
 
-	while (tmp && !found && (entry = readdir(tmp))) {
-		ssize_t got;
-		int dir_fd, fd;
+	while (tmp && !found &&
+	       (fd = next_runtime_file(tmp, prefix, uid, EPILOG_SUMMARY_NAME,
+	                               O_RDONLY | O_NONBLOCK)) >= 0) {
+		ssize_t got = read(fd, text, size - 1);
 
-		if (!is_job_name(entry->d_name, prefix, length))
-			continue;
-		snprintf(path, sizeof(path), "/tmp/%s", entry->d_name);
-		dir_fd = nopfs_private_dir_open_for(path, uid);
-		if (dir_fd < 0)
-			continue;
-		fd = nopfs_private_file_open_for(dir_fd, EPILOG_SUMMARY_NAME, O_RDONLY | O_NONBLOCK,
-		                                 0, uid);
-		close(dir_fd);
-		if (fd < 0)
-			continue;
-		got = read(fd, text, size - 1);
 		close(fd);
 		if (got <= 0)
 			continue;

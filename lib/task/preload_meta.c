@@ -959,19 +959,28 @@ static int compare_dirent64(const void *a, const void *b)
 		return -1;                                                        \
 	} while (0)
 
-int scandir(const char *path, struct dirent ***namelist, int (*filter)(const struct dirent *),
-            int (*compare)(const struct dirent **, const struct dirent **))
+/* Whether scandir(@path) is answered from the metadata (@l->absolute set). */
+static bool scandir_is_ours(const char *path, struct lookup *l)
 {
-	scandir_function real;
-	struct lookup l;
 	bool ours = false;
 
 	if (!nopfs_preload_busy && path) {
 		nopfs_preload_busy = 1;
 		ours = nopfs_preload_meta() &&
-		       nopfs_preload_in_dataset(AT_FDCWD, path, l.absolute, sizeof(l.absolute));
+		       nopfs_preload_in_dataset(AT_FDCWD, path, l->absolute, sizeof(l->absolute));
 		nopfs_preload_busy = 0;
 	}
+	return ours;
+}
+
+int scandir(const char *path, struct dirent ***namelist, int (*filter)(const struct dirent *),
+            int (*compare)(const struct dirent **, const struct dirent **))
+{
+	scandir_function real;
+	struct lookup l;
+	bool ours;
+
+	ours = scandir_is_ours(path, &l);
 	if (ours)
 		SCANDIR_BODY(struct dirent, readdir, scandir_compare, compare_dirent);
 	real = REAL(REAL_SCANDIR, scandir_function);
@@ -987,14 +996,9 @@ int scandir64(const char *path, struct dirent64 ***namelist, int (*filter)(const
 {
 	scandir64_function real;
 	struct lookup l;
-	bool ours = false;
+	bool ours;
 
-	if (!nopfs_preload_busy && path) {
-		nopfs_preload_busy = 1;
-		ours = nopfs_preload_meta() &&
-		       nopfs_preload_in_dataset(AT_FDCWD, path, l.absolute, sizeof(l.absolute));
-		nopfs_preload_busy = 0;
-	}
+	ours = scandir_is_ours(path, &l);
 	if (ours)
 		SCANDIR_BODY(struct dirent64, readdir64, scandir64_compare, compare_dirent64);
 	real = REAL(REAL_SCANDIR64, scandir64_function);
