@@ -1,6 +1,7 @@
 # tests/fuzz: fuzz targets for what nopfs reads from others: the task wire
 # protocol, data-plane messages and records, the catalog node 0 sends, the
-# catalog cache file, step descriptions, plugstack.conf arguments.
+# catalog cache file, the dataset's metadata (node 0's scan, read by the
+# other agents and the tasks), step descriptions, plugstack.conf arguments.
 #
 # `make check` replays each target's corpus (tests/fuzz/corpus/TARGET: seeds
 # and every input that ever crashed it) through the target built like the
@@ -11,7 +12,7 @@
 # Both builds define FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION: checksums of
 # serialized catalogs are not compared, so what they guard is reached.
 
-FUZZ_TARGETS = wire catalog catalog_cache peer step plugstack
+FUZZ_TARGETS = wire catalog catalog_cache meta peer step plugstack
 FUZZ_DEFINES = -DFUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
 
 check_LTLIBRARIES = tests/fuzz/libfuzz_core.la
@@ -27,6 +28,7 @@ check_PROGRAMS += \
 	tests/fuzz/replay_wire \
 	tests/fuzz/replay_catalog \
 	tests/fuzz/replay_catalog_cache \
+	tests/fuzz/replay_meta \
 	tests/fuzz/replay_peer \
 	tests/fuzz/replay_step \
 	tests/fuzz/replay_plugstack
@@ -54,6 +56,14 @@ tests_fuzz_replay_catalog_cache_SOURCES = \
 tests_fuzz_replay_catalog_cache_CPPFLAGS = $(FUZZ_REPLAY_CPPFLAGS) \
 	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/catalog_cache"'
 tests_fuzz_replay_catalog_cache_LDADD = $(FUZZ_REPLAY_LIBS)
+
+tests_fuzz_replay_meta_SOURCES = \
+	tests/fuzz/replay.c \
+	tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz_meta.c
+tests_fuzz_replay_meta_CPPFLAGS = $(FUZZ_REPLAY_CPPFLAGS) \
+	-DFUZZ_CORPUS='"$(abs_top_srcdir)/tests/fuzz/corpus/meta"'
+tests_fuzz_replay_meta_LDADD = $(FUZZ_REPLAY_LIBS)
 
 fuzz_extra_peer = \
 	agent/peer/peer_auth.c \
@@ -95,6 +105,7 @@ TESTS += \
 	tests/fuzz/replay_wire \
 	tests/fuzz/replay_catalog \
 	tests/fuzz/replay_catalog_cache \
+	tests/fuzz/replay_meta \
 	tests/fuzz/replay_peer \
 	tests/fuzz/replay_step \
 	tests/fuzz/replay_plugstack
