@@ -131,7 +131,11 @@ static void receive_metadata(struct agent *agent, const char *catalog_path)
 	keep_metadata(agent, data, length, path);
 }
 
-/* STAGE/meta-changed: a zero byte per directory, mapped shared for the agent to set. */
+/*
+ * STAGE/meta-changed: a zero byte per directory, mapped shared for the agent
+ * to set. Reserved (fallocate): a hole read through a task's mapping when
+ * /dev/shm is full would be SIGBUS in the task.
+ */
 static bool make_changed_map(struct agent *agent)
 {
 	char path[4200];
@@ -143,7 +147,8 @@ static bool make_changed_map(struct agent *agent)
 		return false;
 	unlink(path); /* an earlier agent's */
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, agent->meta_dirs) != 0) {
+	if (fd < 0 || ftruncate(fd, agent->meta_dirs) != 0 ||
+	    fallocate(fd, 0, 0, (off_t)agent->meta_dirs) != 0) {
 		if (fd >= 0)
 			close(fd);
 		return false;
