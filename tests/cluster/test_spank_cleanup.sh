@@ -65,6 +65,12 @@ nothing_left "$job" && echo "ok - nothing of job $job is left on the nodes" || f
 # 2. node n3's agent stopped for 3 s as the others start reading from it
 job=$(submit stopped 0.2)
 if wait_agents "$job"; then
+	# once the ranks read (they write a line per sample): starting torch may
+	# take longer than the 3 s the agent is stopped
+	for _ in $(seq 600); do
+		[[ -n $(cat "$WORK"/stopped-*.txt 2>/dev/null | head -c1) ]] && break
+		sleep 0.1
+	done
 	pid=$(node_agent n3 "$job")
 	if kill -STOP "$pid"; then
 		sleep 3
