@@ -113,9 +113,12 @@ TESTS += \
 EXTRA_DIST += tests/fuzz/corpus
 
 # make fuzz: FUZZ_SECONDS per target (FUZZ_TARGETS to choose), with clang's
-# libFuzzer. New inputs go to tests/fuzz/work/TARGET (not the corpus).
+# libFuzzer, from FUZZ_SEED (1: the same inputs run after run, as CI wants;
+# 0: a new seed each time). New inputs go to tests/fuzz/work/TARGET (not the
+# corpus).
 FUZZ_CC = clang
 FUZZ_SECONDS = 60
+FUZZ_SEED = 1
 FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=all
 FUZZ_INCLUDES = -I$(top_builddir) $(AM_CPPFLAGS) $(DEFS) $(FUZZ_DEFINES) -I$(top_srcdir)/tests/fuzz \
@@ -136,7 +139,8 @@ fuzz:
 	  $(FUZZ_CC) $(FUZZ_FLAGS) $(FUZZ_INCLUDES) -o tests/fuzz/fuzz_$$t $$sources \
 	    $(JANSSON_LIBS) $(CRYPTO_LIBS) -lm -lpthread; \
 	  echo "fuzz: running tests/fuzz/fuzz_$$t for $(FUZZ_SECONDS) s"; \
-	  tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+	  tests/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -seed=$(FUZZ_SEED) -timeout=10 \
+	    -rss_limit_mb=2048 \
 	    -print_final_stats=1 -artifact_prefix=tests/fuzz/crash-$$t- \
 	    tests/fuzz/work/$$t $(top_srcdir)/tests/fuzz/corpus/$$t; \
 	done
