@@ -15,6 +15,16 @@ nopfs_status job_open_catalog(const struct agent_options *options, struct nopfs_
 	return nopfs_catalog_open(&options->catalog, catalog, from_cache);
 }
 
+nopfs_status job_open_catalog_with(const struct agent_options *options,
+                                   const struct nopfs_meta_view *meta,
+                                   struct nopfs_catalog **catalog, bool *from_cache)
+{
+	struct nopfs_catalog_options with = options->catalog;
+
+	with.meta = meta;
+	return nopfs_catalog_open(&with, catalog, from_cache);
+}
+
 nopfs_status job_use_catalog(struct job *job, const struct agent_options *options,
                              struct nopfs_catalog *catalog)
 {

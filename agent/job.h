@@ -46,6 +46,11 @@ nopfs_status job_layout(struct job *job, const struct agent_options *options, ui
 nopfs_status job_open_catalog(const struct agent_options *options, struct nopfs_catalog **catalog,
                               bool *from_cache);
 
+/* The same, its stats from the dataset's metadata @meta just scanned. */
+nopfs_status job_open_catalog_with(const struct agent_options *options,
+                                   const struct nopfs_meta_view *meta,
+                                   struct nopfs_catalog **catalog, bool *from_cache);
+
 /* Take over @catalog (the job owns it now) and fill the sampler. */
 nopfs_status job_use_catalog(struct job *job, const struct agent_options *options,
                              struct nopfs_catalog *catalog);

@@ -76,9 +76,9 @@ static void keep_metadata(struct agent *agent, void *data, size_t length, const 
 }
 
 /* Scan the dataset's metadata (node 0, or a node alone). */
-static void scan_metadata(struct agent *agent, const struct nopfs_catalog *catalog)
+static void scan_metadata(struct agent *agent)
 {
-	const char *root = nopfs_catalog_root(catalog);
+	const char *root = agent->options.catalog.root;
 	void *data;
 	size_t length;
 
@@ -89,6 +89,23 @@ static void scan_metadata(struct agent *agent, const struct nopfs_catalog *catal
 	}
 	keep_metadata(agent, data, length, "the scan");
 	agent->meta_scanned = agent->meta != NULL;
+}
+
+/*
+ * Scan the dataset's metadata, then open the catalog: built with the
+ * metadata's stats (no metadata call per file), or from its cache.
+ */
+static nopfs_status scan_and_open(struct agent *agent, struct nopfs_catalog **catalog)
+{
+	struct nopfs_meta_view view;
+	const char *why;
+
+	scan_metadata(agent);
+	if (agent->meta &&
+	    nopfs_meta_view_init(&view, agent->meta, agent->meta_length, &why) == NOPFS_OK)
+		return job_open_catalog_with(&agent->options, &view, catalog,
+		                             &agent->job.catalog_from_cache);
+	return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
 }
 
 /* Node 0: share the metadata beside the catalog at @catalog_path. */
@@ -285,9 +302,7 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 	nopfs_status status;
 
 	announce[0] = '\0';
-	status = job_open_catalog(options, catalog, &agent->job.catalog_from_cache);
-	if (status == NOPFS_OK && options->share_dir[0] == '\0')
-		scan_metadata(agent, *catalog);
+	status = scan_and_open(agent, catalog);
 	if (status != NOPFS_OK || options->share_dir[0] == '\0')
 		return status;
 	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog), "%s/%s.catalog",
@@ -302,7 +317,6 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 	status = write_file(agent->shared_catalog, buffer, size);
 	free(buffer);
 	if (status == NOPFS_OK) {
-		scan_metadata(agent, *catalog);
 		share_metadata(agent, agent->shared_catalog);
 		snprintf(announce, length, "%s", agent->shared_catalog);
 	} else {
@@ -319,10 +333,7 @@ static nopfs_status receive_catalog(struct agent *agent, const char *announced,
 
 	if (announced[0] == '\0') {
 		nopfs_warning("no --share-dir: this node scans the dataset itself");
-		status = job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
-		if (status == NOPFS_OK)
-			scan_metadata(agent, *catalog);
-		return status;
+		return scan_and_open(agent, catalog);
 	}
 	status = team_load_catalog(announced, catalog);
 	if (status == NOPFS_OK)
@@ -339,10 +350,7 @@ nopfs_status team_catalog(struct agent *agent)
 	nopfs_status status;
 
 	if (!agent->bootstrap.active) {
-		status =
-		        job_open_catalog(&agent->options, &catalog, &agent->job.catalog_from_cache);
-		if (status == NOPFS_OK)
-			scan_metadata(agent, catalog);
+		status = scan_and_open(agent, &catalog);
 		return status == NOPFS_OK ? job_use_catalog(&agent->job, &agent->options, catalog)
 		                          : status;
 	}

@@ -210,6 +210,11 @@ nopfs_status nopfs_catalog_scan_folder(const struct nopfs_catalog_options *optio
 	status = nopfs_catalog_extensions_parse(options->extensions, &walk.extensions);
 	if (status)
 		return status;
+	status = nopfs_catalog_meta_init(&walk.meta, options->meta);
+	if (status) {
+		nopfs_error("out of memory scanning '%s'", options->root);
+		goto out_free_extensions;
+	}
 	prefix = make_prefix(options->root);
 	if (!prefix) {
 		nopfs_error("out of memory scanning '%s'", options->root);
@@ -239,6 +244,7 @@ out_free_walk:
 	free(walk.scratch);
 	free(prefix);
 out_free_extensions:
+	nopfs_catalog_meta_fini(&walk.meta);
 	nopfs_catalog_extensions_free(walk.extensions);
 	return status;
 }

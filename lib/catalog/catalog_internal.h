@@ -12,8 +12,43 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include "catalog.h"
+
+struct nopfs_meta_view;
+
+/*
+ * The dataset's metadata, when the caller scanned it before the catalog:
+ * the scan's stats and access checks come from it (catalog_meta.c).
+ */
+struct catalog_meta {
+	const struct nopfs_meta_view *view; /* NULL: every call goes to the file system */
+	uid_t euid;
+	gid_t egid;
+	gid_t *groups;
+	int group_count;
+};
+
+/* @view may be NULL. NOPFS_ERR_NOMEM when the groups cannot be kept. */
+nopfs_status nopfs_catalog_meta_init(struct catalog_meta *meta, const struct nopfs_meta_view *view);
+void nopfs_catalog_meta_fini(struct catalog_meta *meta);
+
+/*
+ * fstatat(@fd, @name, @st, @flags), where @name is in directory @dir
+ * (relative to the dataset root, "" for the root): from the metadata when it
+ * knows the answer (0, or -1 with errno), else the real call.
+ */
+int nopfs_catalog_meta_stat(const struct catalog_meta *meta, int fd, const char *dir,
+                            const char *name, struct stat *st, int flags);
+
+/*
+ * faccessat(@fd, @name, R_OK, AT_EACCESS) of the file whose stat is @st:
+ * without a call when the metadata was used and the mode bits grant it (an
+ * ACL that denies it anyway shows when the file is read).
+ */
+int nopfs_catalog_meta_access(const struct catalog_meta *meta, int fd, const char *name,
+                              const struct stat *st);
 
 /* An empty slot of the path index (indices are below 2^32 - 1). */
 #define CATALOG_NO_SAMPLE UINT32_MAX

@@ -30,6 +30,7 @@ struct list_scan {
 	int root_fd;
 	uint64_t line; /* 1-based, for messages */
 	struct catalog_snapshot *snapshot;
+	struct catalog_meta meta; /* stats from the dataset's metadata, when scanned */
 	struct nopfs_catalog *catalog;
 };
 
@@ -186,7 +187,7 @@ static nopfs_status add_sample(struct list_scan *scan, const char *path, const c
 	struct stat st;
 	int err;
 
-	if (fstatat(scan->root_fd, relative, &st, 0) != 0) {
+	if (nopfs_catalog_meta_stat(&scan->meta, scan->root_fd, "", relative, &st, 0) != 0) {
 		err = errno;
 		nopfs_error("list file '%s' line %" PRIu64 ": cannot stat '%s': %s",
 		            scan->list_path, scan->line, path, strerror(err));
@@ -197,7 +198,7 @@ static nopfs_status add_sample(struct list_scan *scan, const char *path, const c
 		            scan->line, path);
 		return NOPFS_ERR_INVALID;
 	}
-	if (faccessat(scan->root_fd, relative, R_OK, AT_EACCESS) != 0) {
+	if (nopfs_catalog_meta_access(&scan->meta, scan->root_fd, relative, &st) != 0) {
 		err = errno;
 		nopfs_error("list file '%s' line %" PRIu64 ": cannot read '%s': %s",
 		            scan->list_path, scan->line, path, strerror(err));
@@ -356,6 +357,11 @@ nopfs_status nopfs_catalog_scan_list(const struct nopfs_catalog_options *options
 	nopfs_status status;
 	FILE *file = NULL;
 
+	status = nopfs_catalog_meta_init(&scan.meta, options->meta);
+	if (status) {
+		nopfs_error("out of memory reading list file '%s'", options->list_path);
+		return status;
+	}
 	status = anchor_root(&scan);
 	if (status)
 		goto out_free_roots;
@@ -375,6 +381,7 @@ nopfs_status nopfs_catalog_scan_list(const struct nopfs_catalog_options *options
 out_close_list:
 	fclose(file);
 out_free_roots:
+	nopfs_catalog_meta_fini(&scan.meta);
 	free(scan.root_real);
 	free(scan.root_lexical);
 	return status;

@@ -196,7 +196,8 @@ nopfs_status nopfs_catalog_walk_classify(struct folder_walk *walk, int fd, const
 
 	memset(kind, 0, sizeof(*kind));
 	if (type == DT_UNKNOWN) {
-		if (fstatat(fd, entry->d_name, &kind->st, AT_SYMLINK_NOFOLLOW) != 0)
+		if (nopfs_catalog_meta_stat(&walk->meta, fd, path, entry->d_name, &kind->st,
+		                            AT_SYMLINK_NOFOLLOW) != 0)
 			goto out_error;
 		if (S_ISLNK(kind->st.st_mode)) {
 			type = DT_LNK;
@@ -212,7 +213,7 @@ nopfs_status nopfs_catalog_walk_classify(struct folder_walk *walk, int fd, const
 	if (type != DT_LNK)
 		return NOPFS_OK;
 	kind->is_link = true;
-	if (fstatat(fd, entry->d_name, &kind->st, 0) == 0) {
+	if (nopfs_catalog_meta_stat(&walk->meta, fd, path, entry->d_name, &kind->st, 0) == 0) {
 		kind->has_stat = true;
 		kind->is_dir = S_ISDIR(kind->st.st_mode);
 		return NOPFS_OK;
@@ -232,13 +233,14 @@ static nopfs_status add_sample(struct folder_walk *walk, int fd, const char *pat
 {
 	int err;
 
-	if (!kind->has_stat && fstatat(fd, name, &kind->st, 0) != 0) {
+	if (!kind->has_stat &&
+	    nopfs_catalog_meta_stat(&walk->meta, fd, path, name, &kind->st, 0) != 0) {
 		err = errno;
 		nopfs_error("cannot stat sample '%s%s/%s': %s", walk->prefix, path, name,
 		            strerror(err));
 		return nopfs_status_from_errno(err);
 	}
-	if (faccessat(fd, name, R_OK, AT_EACCESS) != 0) {
+	if (nopfs_catalog_meta_access(&walk->meta, fd, name, &kind->st) != 0) {
 		err = errno;
 		nopfs_error("cannot read sample '%s%s/%s': %s", walk->prefix, path, name,
 		            strerror(err));

@@ -38,7 +38,8 @@ struct folder_walk {
 	const char *extension_text;
 	char **extensions;
 	struct catalog_snapshot *snapshot;
-	struct folder_dir *dirs; /* walked directories of the current class */
+	struct catalog_meta meta; /* stats from the dataset's metadata, when scanned */
+	struct folder_dir *dirs;  /* walked directories of the current class */
 	size_t dir_count;
 	size_t dir_capacity;
 	struct folder_ancestor *ancestors;

@@ -8,6 +8,7 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/catalog/catalog_folder.c \
 	lib/catalog/catalog_internal.h \
 	lib/catalog/catalog_list.c \
+	lib/catalog/catalog_meta.c \
 	lib/catalog/catalog_scan.c \
 	lib/catalog/catalog_serialize.c \
 	lib/catalog/catalog_snapshot.c \

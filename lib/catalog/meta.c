@@ -238,3 +238,28 @@ enum nopfs_meta_found nopfs_meta_resolve(const struct nopfs_meta_view *view, con
 	*followed = through;
 	return NOPFS_META_ENTRY;
 }
+
+int nopfs_meta_stat_path(const struct nopfs_meta_view *view, const char *relative, bool follow,
+                         struct stat *st)
+{
+	const struct nopfs_meta_stat *m;
+	uint32_t entry, parent;
+	bool followed;
+	int error;
+
+	switch (nopfs_meta_resolve(view, relative, follow, &entry, &parent, &followed, &error)) {
+	case NOPFS_META_ENTRY:
+		m = nopfs_meta_stat_of(view, entry, followed);
+		if (m->error) {
+			errno = m->error;
+			return -1;
+		}
+		NOPFS_META_FILL_STAT(m, st);
+		return 0;
+	case NOPFS_META_ERROR:
+		errno = error;
+		return -1;
+	default:
+		return 1;
+	}
+}

@@ -23,6 +23,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "common/status.h"
 
@@ -161,6 +164,36 @@ static inline const struct nopfs_meta_stat *nopfs_meta_stat_of(const struct nopf
 }
 
 /* The name at offset @offset. */
+/* Fill a struct stat or stat64 @st from the metadata's stat @m. */
+#define NOPFS_META_FILL_STAT(m, st)                                        \
+	do {                                                               \
+		memset((st), 0, sizeof(*(st)));                            \
+		(st)->st_dev = makedev((m)->dev_major, (m)->dev_minor);    \
+		(st)->st_ino = (m)->ino;                                   \
+		(st)->st_mode = (m)->mode;                                 \
+		(st)->st_nlink = (m)->nlink;                               \
+		(st)->st_uid = (m)->uid;                                   \
+		(st)->st_gid = (m)->gid;                                   \
+		(st)->st_rdev = makedev((m)->rdev_major, (m)->rdev_minor); \
+		(st)->st_size = (m)->size;                                 \
+		(st)->st_blksize = (blksize_t)(m)->blksize;                \
+		(st)->st_blocks = (m)->blocks;                             \
+		(st)->st_atim.tv_sec = (m)->atime_sec;                     \
+		(st)->st_atim.tv_nsec = (m)->atime_nsec;                   \
+		(st)->st_mtim.tv_sec = (m)->mtime_sec;                     \
+		(st)->st_mtim.tv_nsec = (m)->mtime_nsec;                   \
+		(st)->st_ctim.tv_sec = (m)->ctime_sec;                     \
+		(st)->st_ctim.tv_nsec = (m)->ctime_nsec;                   \
+	} while (0)
+
+/*
+ * What stat(), or lstat() without @follow, of @relative (as for
+ * nopfs_meta_resolve()) would answer, from @view: 0 with *st, -1 with errno
+ * (the call's failure), or 1 when @view does not know (ask the file system).
+ */
+int nopfs_meta_stat_path(const struct nopfs_meta_view *view, const char *relative, bool follow,
+                         struct stat *st);
+
 static inline const char *nopfs_meta_name(const struct nopfs_meta_view *view, uint64_t offset)
 {
 	return view->names + offset;

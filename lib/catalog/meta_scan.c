@@ -20,6 +20,7 @@
 #include "meta.h"
 #include "common/cancel.h"
 #include "common/log.h"
+#include "common/parallel.h"
 
 uint32_t nopfs_meta_layout(void);
 uint64_t nopfs_meta_checksum(const void *data, size_t length);
@@ -120,6 +121,63 @@ static void stat_at(int dirfd, const char *name, int flags, struct nopfs_meta_st
 	out->mtime_nsec = stx.stx_mtime.tv_nsec;
 }
 
+/*
+ * The stats of a directory's entries, on up to STAT_THREADS threads: on a
+ * parallel file system each is a round trip to a metadata server, which
+ * answers several at once.
+ */
+#define STAT_THREADS    8
+#define STAT_PER_THREAD 32 /* fewer entries than this per thread: fewer threads */
+
+struct stat_job {
+	int fd;
+	struct nopfs_meta_entry *entries;
+	const char *names;
+	uint32_t begin, end;
+};
+
+static void stat_job_run(void *arg)
+{
+	struct stat_job *job = arg;
+
+	for (uint32_t i = job->begin; i < job->end; i++) {
+		struct nopfs_meta_entry *e = &job->entries[i];
+		const char *name = job->names + e->name;
+
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		stat_at(job->fd, name, AT_SYMLINK_NOFOLLOW, &e->lstat);
+		if (!e->lstat.error && S_ISLNK(e->lstat.mode))
+			stat_at(job->fd, name, 0, &e->stat);
+		else
+			e->stat = e->lstat;
+	}
+}
+
+static void stat_entries(struct scan *scan, int fd, uint32_t first, uint32_t count)
+{
+	struct stat_job jobs[STAT_THREADS];
+	uint32_t threads = count / STAT_PER_THREAD, per;
+
+	if (threads < 1)
+		threads = 1;
+	if (threads > STAT_THREADS)
+		threads = STAT_THREADS;
+	per = (count + threads - 1) / threads;
+	for (uint32_t t = 0; t < threads; t++) {
+		uint32_t begin = first + t * per, end = begin + per;
+
+		jobs[t] = (struct stat_job){
+			.fd = fd,
+			.entries = scan->entries,
+			.names = scan->names,
+			.begin = begin < first + count ? begin : first + count,
+			.end = end < first + count ? end : first + count,
+		};
+	}
+	nopfs_parallel_run(stat_job_run, jobs, sizeof(jobs[0]), threads);
+}
+
 /* The real path of @path as a name offset, or 0 with *error. */
 static uint64_t real_name(struct scan *scan, const char *path, int32_t *error)
 {
@@ -198,6 +256,7 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 		scan->unlisted++;
 		return NOPFS_OK;
 	}
+	stat_entries(scan, fd, first, count);
 	for (uint32_t i = first; i < first + count; i++) {
 		struct nopfs_meta_entry *e = &scan->entries[i];
 		const char *name = scan->names + e->name;
@@ -205,12 +264,10 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 
 		if (!strcmp(name, ".") || !strcmp(name, ".."))
 			continue;
-		stat_at(fd, name, AT_SYMLINK_NOFOLLOW, &e->lstat);
 		if (!e->lstat.error && S_ISLNK(e->lstat.mode)) {
 			char contents[PATH_MAX];
 			ssize_t n = readlinkat(fd, name, contents, sizeof(contents) - 1);
 
-			stat_at(fd, name, 0, &e->stat);
 			if (n > 0) {
 				contents[n] = '\0';
 				e->link = add_name(scan, contents);
@@ -223,8 +280,6 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 			else
 				e->target_error = ENAMETOOLONG;
 			name = scan->names + e->name; /* the names may have moved */
-		} else {
-			e->stat = e->lstat;
 		}
 	}
 	scan->dirs[d].first = first;

@@ -137,35 +137,14 @@ static bool lookup(int dirfd, const char *path, bool follow, struct lookup *l)
  */
 
 /* struct stat and struct stat64 differ in their types only: one filling for both. */
-#define FILL_STAT(m, st)                                                   \
-	do {                                                               \
-		memset((st), 0, sizeof(*(st)));                            \
-		(st)->st_dev = makedev((m)->dev_major, (m)->dev_minor);    \
-		(st)->st_ino = (m)->ino;                                   \
-		(st)->st_mode = (m)->mode;                                 \
-		(st)->st_nlink = (m)->nlink;                               \
-		(st)->st_uid = (m)->uid;                                   \
-		(st)->st_gid = (m)->gid;                                   \
-		(st)->st_rdev = makedev((m)->rdev_major, (m)->rdev_minor); \
-		(st)->st_size = (m)->size;                                 \
-		(st)->st_blksize = (blksize_t)(m)->blksize;                \
-		(st)->st_blocks = (m)->blocks;                             \
-		(st)->st_atim.tv_sec = (m)->atime_sec;                     \
-		(st)->st_atim.tv_nsec = (m)->atime_nsec;                   \
-		(st)->st_mtim.tv_sec = (m)->mtime_sec;                     \
-		(st)->st_mtim.tv_nsec = (m)->mtime_nsec;                   \
-		(st)->st_ctim.tv_sec = (m)->ctime_sec;                     \
-		(st)->st_ctim.tv_nsec = (m)->ctime_nsec;                   \
-	} while (0)
-
 static void fill_stat(const struct nopfs_meta_stat *m, struct stat *st)
 {
-	FILL_STAT(m, st);
+	NOPFS_META_FILL_STAT(m, st);
 }
 
 static void fill_stat64(const struct nopfs_meta_stat *m, struct stat64 *st)
 {
-	FILL_STAT(m, st);
+	NOPFS_META_FILL_STAT(m, st);
 }
 
 /* The stat of what @l found, or -1 with errno: the answer of a stat call. */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "catalog/catalog.h"
 #include "catalog/meta.h"
 
 uint64_t nopfs_meta_checksum(const void *data, size_t length);
@@ -189,6 +190,119 @@ START_TEST(damaged_buffers_refused)
 }
 END_TEST
 
+/* Write @bytes bytes to @relative under @top. */
+static void write_file(const char *top, const char *relative, size_t bytes, int flags)
+{
+	char path[512], data[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s", top, relative);
+	memset(data, 'x', sizeof(data));
+	fd = open(path, O_WRONLY | O_CREAT | flags, 0644);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, bytes), (ssize_t)bytes);
+	close(fd);
+}
+
+/* Whether catalogs @a and @b list the same samples, sizes and labels. */
+static void expect_same_catalog(const struct nopfs_catalog *a, const struct nopfs_catalog *b)
+{
+	char pa[256], pb[256];
+
+	ck_assert_uint_eq(nopfs_catalog_count(a), nopfs_catalog_count(b));
+	ck_assert_uint_eq(nopfs_catalog_class_count(a), nopfs_catalog_class_count(b));
+	for (uint64_t i = 0; i < nopfs_catalog_count(a); i++) {
+		ck_assert_int_eq(nopfs_catalog_path(a, i, pa, sizeof(pa)), NOPFS_OK);
+		ck_assert_int_eq(nopfs_catalog_path(b, i, pb, sizeof(pb)), NOPFS_OK);
+		ck_assert_str_eq(pa, pb);
+		ck_assert_uint_eq(nopfs_catalog_size(a, i), nopfs_catalog_size(b, i));
+		ck_assert_int_eq(nopfs_catalog_label(a, i), nopfs_catalog_label(b, i));
+	}
+}
+
+/*
+ * A catalog built with the metadata's stats equals the one built from the
+ * file system, in both formats; and its stats are the scan's: a file grown
+ * after the scan keeps its scanned size (no stat of it was made).
+ */
+START_TEST(catalog_from_metadata)
+{
+	struct nopfs_catalog_options options = { .format = NOPFS_INDEX_IMAGEFOLDER };
+	struct nopfs_catalog *plain, *served;
+	struct nopfs_meta_view tree_view;
+	char top[64], path[512], name[64], list[80], command[200];
+	void *data;
+	size_t data_length;
+	const char *why;
+	int64_t grown;
+	FILE *lines;
+
+	snprintf(top, sizeof(top), "/tmp/check_meta_catalog.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(top));
+	snprintf(path, sizeof(path), "%s/c0", top);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/c0/sub", top);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/c1", top);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	for (int i = 0; i < 100; i++) { /* enough for several stat threads */
+		snprintf(name, sizeof(name), "c0/f%03d.jpg", i);
+		write_file(top, name, (size_t)i + 1, O_EXCL);
+	}
+	write_file(top, "c0/sub/x.png", 7, O_EXCL);
+	write_file(top, "c1/readme.txt", 9, O_EXCL);
+	write_file(top, "c1/y.JPEG", 11, O_EXCL);
+	snprintf(path, sizeof(path), "%s/c1/l.jpg", top);
+	ck_assert_int_eq(symlink("../c0/f009.jpg", path), 0);
+	snprintf(path, sizeof(path), "%s/c2", top);
+	ck_assert_int_eq(symlink("c1", path), 0);
+	ck_assert_int_eq(nopfs_meta_scan(top, (size_t)1 << 20, &data, &data_length), NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_view_init(&tree_view, data, data_length, &why), NOPFS_OK);
+
+	options.root = top;
+	ck_assert_int_eq(nopfs_catalog_build(&options, &plain), NOPFS_OK);
+	options.meta = &tree_view;
+	ck_assert_int_eq(nopfs_catalog_build(&options, &served), NOPFS_OK);
+	ck_assert_uint_eq(nopfs_catalog_count(plain), 100 + 1 + 2 * 2);
+	expect_same_catalog(plain, served);
+	nopfs_catalog_destroy(served);
+	nopfs_catalog_destroy(plain);
+
+	snprintf(list, sizeof(list), "%s.list", top);
+	lines = fopen(list, "w");
+	ck_assert_ptr_nonnull(lines);
+	fprintf(lines, "c0/f005.jpg 3\nc2/l.jpg 1\n%s/c0/sub/x.png\n", top);
+	fclose(lines);
+	options = (struct nopfs_catalog_options){ .format = NOPFS_INDEX_LIST,
+		                                  .root = top,
+		                                  .list_path = list };
+	ck_assert_int_eq(nopfs_catalog_build(&options, &plain), NOPFS_OK);
+	options.meta = &tree_view;
+	ck_assert_int_eq(nopfs_catalog_build(&options, &served), NOPFS_OK);
+	ck_assert_uint_eq(nopfs_catalog_count(plain), 3);
+	expect_same_catalog(plain, served);
+	nopfs_catalog_destroy(served);
+	nopfs_catalog_destroy(plain);
+
+	write_file(top, "c0/f005.jpg", 10, O_APPEND); /* 6 bytes when scanned, now 16 */
+	options = (struct nopfs_catalog_options){ .format = NOPFS_INDEX_IMAGEFOLDER, .root = top };
+	ck_assert_int_eq(nopfs_catalog_build(&options, &plain), NOPFS_OK);
+	options.meta = &tree_view;
+	ck_assert_int_eq(nopfs_catalog_build(&options, &served), NOPFS_OK);
+	grown = nopfs_catalog_find(plain, "c0/f005.jpg");
+	ck_assert_int_ge(grown, 0);
+	ck_assert_uint_eq(nopfs_catalog_size(plain, (uint64_t)grown), 16);
+	ck_assert_uint_eq(nopfs_catalog_size(served, (uint64_t)grown), 6);
+	nopfs_catalog_destroy(served);
+	nopfs_catalog_destroy(plain);
+
+	free(data);
+	unlink(list);
+	snprintf(command, sizeof(command), "rm -rf '%s'", top);
+	ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("meta");
@@ -200,6 +314,9 @@ int main(void)
 	tcase_add_test(tc, scan_and_resolve);
 	tcase_add_test(tc, changed_directories_pass);
 	tcase_add_test(tc, damaged_buffers_refused);
+	suite_add_tcase(suite, tc);
+	tc = tcase_create("catalog");
+	tcase_add_test(tc, catalog_from_metadata);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
 	srunner_run_all(runner, CK_NORMAL);
