@@ -198,6 +198,31 @@ static bool names_directory(const char *path)
 	return !*tail || !strcmp(tail, ".") || !strcmp(tail, "..");
 }
 
+/* Whether @path has a ".." component. */
+static bool has_dotdot(const char *path)
+{
+	for (const char *c = path; (c = strstr(c, "..")); c += 2)
+		if ((c == path || c[-1] == '/') && (c[2] == '\0' || c[2] == '/'))
+			return true;
+	return false;
+}
+
+/*
+ * Whether a path with ".." may be resolved as text: only when it starts with
+ * the root as given and has no ".." after it. The kernel resolves ".." after
+ * a symbolic link from the link's target, so "root/link/../x" need not be
+ * "root/x": such a path is left to the file system.
+ */
+static bool dotdot_only_in_root(const char *root, const char *path)
+{
+	size_t n = strlen(root);
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	return strncmp(path, root, n) == 0 && (path[n] == '/' || root[n - 1] == '/') &&
+	       !has_dotdot(path + n);
+}
+
 bool nopfs_path_under_root(const char *root, const char *path, char *relative, size_t length)
 {
 	char normal_root[PATH_MAX];
@@ -209,7 +234,8 @@ bool nopfs_path_under_root(const char *root, const char *path, char *relative, s
 	if (!root || !path || !*root || !*path)
 		return false;
 	absolute = path[0] == '/';
-	if ((root[0] == '/') != absolute || names_directory(path))
+	if ((root[0] == '/') != absolute || names_directory(path) ||
+	    (has_dotdot(path) && !dotdot_only_in_root(root, path)))
 		return false;
 	if (!normalize(root, absolute, normal_root, sizeof(normal_root)) ||
 	    !normalize(path, absolute, normal_path, sizeof(normal_path)))

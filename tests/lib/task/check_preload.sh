@@ -137,8 +137,17 @@ for mode in open open64 open_2 open64_2 openat openat64 openat_2 openat64_2 fope
 		"$(run $mode "$dataset/a/one.bin" "$dataset/100%/x y.bin" | joined)"
 done
 expect "fast path asks the agent nothing" 0 "$(requests OPEN)"
-expect "normalized path (a/../a/./one.bin) served" "STAGED a/one.bin|" \
-	"$(run open "$dataset/a/../a/./one.bin" | joined)"
+expect "normalized path (a//./one.bin) served" "STAGED a/one.bin|" \
+	"$(run open "$dataset/a//./one.bin" | joined)"
+# ".." after a symbolic link climbs from the link's target, not from the link:
+# a path with ".." inside the dataset goes to the file system as it is.
+mkdir -p "$work/elsewhere/sub"
+make_copy "$work/elsewhere" one.bin OUTSIDE
+ln -s "$work/elsewhere/sub" "$dataset/a/lnk"
+expect "a/lnk/../one.bin is the file the kernel opens, not a/one.bin" "OUTSIDE one.bin|" \
+	"$(run open "$dataset/a/lnk/../one.bin" | joined)"
+expect "a/../a/one.bin passes through to the file system" "PFS a/one.bin|" \
+	"$(run open "$dataset/a/../a/one.bin" | joined)"
 
 # --- the slow path: OPEN, descriptor passed --------------------------------------------
 for mode in open openat_2 fopen freopen relative; do
