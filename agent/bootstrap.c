@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bootstrap.h"
+#include "common/cancel.h"
 #include "common/log.h"
 #include "common/clock.h"
 
@@ -100,9 +101,11 @@ static void fence_done(pmix_status_t status, void *cbdata)
  * finalize, which could wait for the fence) and the agent exits. It always
  * collects data: Slurm's PMIx server completes a fence that collects none at
  * once on each node, without waiting for the others (measured), which is no
- * barrier.
+ * barrier. A stop signal ends the wait too (*stopped), within FENCE_SLICE_MS.
  */
-static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s)
+#define FENCE_SLICE_MS 200
+
+static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s, bool *stopped)
 {
 	struct fence_wait *wait = calloc(1, sizeof(*wait));
 	pmix_proc_t wildcard;
@@ -113,6 +116,7 @@ static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s)
 	pmix_status_t rc;
 	bool done;
 
+	*stopped = false;
 	if (!wait)
 		return PMIX_ERR_NOMEM;
 	pthread_mutex_init(&wait->lock, NULL);
@@ -131,9 +135,17 @@ static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s)
 	}
 	deadline = nopfs_clock_wall_deadline_after(timeout_s);
 	pthread_mutex_lock(&wait->lock);
-	while (!wait->done)
-		if (pthread_cond_timedwait(&wait->done_cond, &wait->lock, &deadline) == ETIMEDOUT)
+	/* in slices: a stop signal ends the wait within one */
+	while (!wait->done && !(*stopped = nopfs_stop_pending())) {
+		struct timespec slice = nopfs_clock_wall_deadline_after(FENCE_SLICE_MS / 1000.0);
+
+		if (slice.tv_sec > deadline.tv_sec ||
+		    (slice.tv_sec == deadline.tv_sec && slice.tv_nsec > deadline.tv_nsec))
+			slice = deadline;
+		if (pthread_cond_timedwait(&wait->done_cond, &wait->lock, &slice) == ETIMEDOUT &&
+		    slice.tv_sec == deadline.tv_sec && slice.tv_nsec == deadline.tv_nsec)
 			break;
+	}
 	done = wait->done;
 	rc = done ? wait->status : PMIX_ERR_TIMEOUT;
 	wait->abandoned = !done;
@@ -150,8 +162,13 @@ static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s)
 
 nopfs_status bootstrap_fence(struct bootstrap *bootstrap, int timeout_s)
 {
-	pmix_status_t rc = fence(bootstrap, timeout_s);
+	bool stopped;
+	pmix_status_t rc = fence(bootstrap, timeout_s, &stopped);
 
+	if (stopped) {
+		nopfs_info("stopped while waiting for the other agents");
+		return NOPFS_ERR_CANCELED;
+	}
 	if (rc != PMIX_SUCCESS)
 		nopfs_error("PMIx: fence of %" PRIu32 " agents failed after at most %d s: %s",
 		            bootstrap->nodes, timeout_s, PMIx_Error_string(rc));
@@ -208,6 +225,7 @@ nopfs_status bootstrap_exchange(struct bootstrap *bootstrap, const void *record,
 	pmix_value_t value;
 	pmix_status_t rc;
 	nopfs_status status;
+	bool stopped;
 
 	snprintf(key, sizeof(key), RECORD_KEY_FORMAT, bootstrap->exchanges++);
 	if (!records || !lengths) {
@@ -227,7 +245,12 @@ nopfs_status bootstrap_exchange(struct bootstrap *bootstrap, const void *record,
 		free_records(records, lengths, 0);
 		return from_pmix(rc);
 	}
-	rc = fence(bootstrap, timeout_s);
+	rc = fence(bootstrap, timeout_s, &stopped);
+	if (stopped) {
+		nopfs_info("stopped while waiting for the other agents' records");
+		free_records(records, lengths, 0);
+		return NOPFS_ERR_CANCELED;
+	}
 	if (rc != PMIX_SUCCESS) {
 		nopfs_error("PMIx: exchange of %" PRIu32 " agents' records failed after at most "
 		            "%d s: %s",

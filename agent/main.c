@@ -407,9 +407,16 @@ int main(int argc, char **argv)
 	 * below), which then proceed while the others give up; the second shows
 	 * them that, so that the whole step ends soon and can be started again.
 	 */
-	if (agent.bootstrap.active && agent.bootstrap.nodes > 1 &&
-	    (bootstrap_fence(&agent.bootstrap, options->hello_timeout) != NOPFS_OK ||
-	     bootstrap_fence(&agent.bootstrap, options->hello_timeout) != NOPFS_OK)) {
+	if (agent.bootstrap.active && agent.bootstrap.nodes > 1) {
+		status = bootstrap_fence(&agent.bootstrap, options->hello_timeout);
+		if (status == NOPFS_OK)
+			status = bootstrap_fence(&agent.bootstrap, options->hello_timeout);
+	}
+	if (status == NOPFS_ERR_CANCELED) {
+		rc = 0; /* stopped before it began */
+		goto out_job;
+	}
+	if (status != NOPFS_OK) {
 		nopfs_error("the agents of this step cannot reach each other: exiting with "
 		            "status %d (start the step again)",
 		            NOPFS_AGENT_EXIT_RETRY);

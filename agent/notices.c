@@ -10,6 +10,7 @@
 
 #include "agent.h"
 #include "notices.h"
+#include "common/cancel.h"
 #include "common/log.h"
 
 void agent_event_queue(struct agent *agent, struct agent_event *event)
@@ -60,6 +61,8 @@ char *agent_notice_wait(struct agent *agent, uint32_t kind, uint32_t generation,
 			free(found);
 			return payload;
 		}
+		if (nopfs_stop_pending())
+			return NULL; /* stopping: the caller gives up */
 		usleep(50000);
 	}
 	return NULL;

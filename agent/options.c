@@ -258,6 +258,10 @@ static const struct nopfs_option option_rows[] = {
 	                 FIELD(share_dir)) },
 	{ NOPFS_OPT_UINT("fence-timeout", "SEC", "give up a PMIx exchange after this (default 60)",
 	                 FIELD(fence_timeout), 1, 3600) },
+	{ NOPFS_OPT_UINT("scan-timeout", "SEC",
+	                 "how long the other nodes wait for node 0's scan of\n"
+	                 "the dataset and its catalog (default 600)",
+	                 FIELD(scan_timeout), 1, 86400) },
 	{ NOPFS_OPT_UINT("hello-timeout", "SEC",
 	                 "give up either of the step's first two fences after\n"
 	                 "this and exit with status 75: start the step again\n"
@@ -384,6 +388,7 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.serve_timeout_ms = 5000,
 		.merge_wait = 5,
 		.fence_timeout = 60,
+		.scan_timeout = 600,
 		.hello_timeout = 10,
 	};
 	status = nopfs_optable_parse(&option_table, argc, argv, config, NULL);

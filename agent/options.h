@@ -49,6 +49,7 @@ struct agent_options {
 	uint32_t step_plane_size;
 	char share_dir[PATH_MAX]; /* on the PFS, for the catalog */
 	int fence_timeout;        /* seconds */
+	int scan_timeout;         /* seconds: node 0's scan, as the others wait for it */
 	int hello_timeout;        /* seconds, the first fence */
 	double probe_max_age;     /* seconds */
 	uint32_t stage_window;    /* samples staged ahead per rank */

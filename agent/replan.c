@@ -181,10 +181,11 @@ static nopfs_status plan_catalog(struct agent *agent, const struct agent_options
 	if (agent->bootstrap.node == 0)
 		return team_share_plan_catalog(agent, options, generation, catalog);
 	*source = "from node 0";
-	path = agent_notice_wait(agent, AGENT_NOTICE_CATALOG, generation, options->fence_timeout);
+	path = agent_notice_wait(agent, AGENT_NOTICE_CATALOG, generation, options->scan_timeout);
 	if (!path) {
-		nopfs_error("plan %" PRIu32 ": node 0 did not share its catalog within %d s",
-		            generation, options->fence_timeout);
+		nopfs_error("plan %" PRIu32 ": node 0 did not share its catalog within %d s "
+		            "(--scan-timeout)",
+		            generation, options->scan_timeout);
 		return NOPFS_ERR_TIMEOUT;
 	}
 	if (path[0] == '\0') {

@@ -15,6 +15,7 @@
 #include "team.h"
 #include "catalog/meta.h"
 #include "task/runtime.h"
+#include "common/cancel.h"
 #include "common/atomic_file.h"
 #include "common/log.h"
 #include "common/private.h"
@@ -101,6 +102,8 @@ static nopfs_status scan_and_open(struct agent *agent, struct nopfs_catalog **ca
 	const char *why;
 
 	scan_metadata(agent);
+	if (nopfs_stop_requested())
+		return NOPFS_ERR_CANCELED; /* the scan gave up: so does the catalog */
 	if (agent->meta &&
 	    nopfs_meta_view_init(&view, agent->meta, agent->meta_length, &why) == NOPFS_OK)
 		return job_open_catalog_with(&agent->options, &view, catalog,
@@ -363,7 +366,7 @@ nopfs_status team_catalog(struct agent *agent)
 	}
 	/* The exchange is the barrier: node 0's file is complete before it. */
 	status = bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
-	                            agent->options.fence_timeout, &records, &lengths);
+	                            agent->options.scan_timeout, &records, &lengths);
 	if (status != NOPFS_OK) {
 		nopfs_catalog_destroy(catalog);
 		return status;

@@ -56,6 +56,12 @@ run() {
 	seconds=$(awk '$3 == '"$FILES"' { if ($2 > m) m = $2; n++ } END { if (n == 6) print m; else print "missing" }' \
 		"$WORK/$name.out")
 	[[ $seconds != missing ]] || { echo "$name: not every rank reached its first batch" >&2; cat "$WORK/$name.out" >&2; exit 1; }
+	# a nopfs run whose agents were not ready in time measured plain PyTorch
+	if grep -q 'nopfs: .*not ready\|read the PFS directly\|agent step:' "$WORK/$name.err"; then
+		echo "$name: the agents did not serve this job:" >&2
+		cat "$WORK/$name.err" >&2
+		exit 1
+	fi
 	echo "$seconds $((after - before))"
 }
 

@@ -36,7 +36,7 @@ static const char *const scrubbed[] = {
 struct command {
 	const char *argv[ARGS_MAX];
 	int argc;
-	char job[16], jobid[32], nodes[16], seed[32], epochs[16], start_epoch[16];
+	char job[16], jobid[32], nodes[16], seed[32], epochs[16], start_epoch[16], scan_timeout[16];
 	char token[NOPFS_TOKEN_LENGTH + 1];
 	char token_env[sizeof(NOPFS_ENV_AGENT_TOKEN) + NOPFS_TOKEN_LENGTH + 1];
 	char agent[PATH_MAX + 16], node_report[PATH_MAX + 64], share[PATH_MAX], log[128];
@@ -259,6 +259,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	snprintf(c->nodes, sizeof(c->nodes), "%u", layout->node_count);
 	snprintf(c->seed, sizeof(c->seed), "%lld", (long long)r->seed);
 	snprintf(c->epochs, sizeof(c->epochs), "%u", r->epochs);
+	/* the agents wait for node 0's scan as long as the tasks wait for them */
+	snprintf(c->scan_timeout, sizeof(c->scan_timeout), "%u", nopfs_config.ready_timeout);
 	snprintf(c->start_epoch, sizeof(c->start_epoch), "%u", r->start_epoch);
 	snprintf(c->log, sizeof(c->log), "/tmp/nopfs-%u.%s/agent.log", job, c->token);
 	snprintf(c->summary, sizeof(c->summary), "/tmp/nopfs-%u.%s/%s", job, c->token,
@@ -309,6 +311,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	add(c, "--drop-node-reports");
 	add_option(c, "--share-dir", c->share);
 	add_option(c, "--log", c->log);
+	if (nopfs_config.ready_timeout > 0)
+		add_option(c, "--scan-timeout", c->scan_timeout);
 	if (nopfs_config.probe_cache[0])
 		add_option(c, "--probe-cache", nopfs_config.probe_cache);
 	if (nopfs_config.admin_comment)

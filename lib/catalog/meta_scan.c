@@ -126,8 +126,8 @@ static void stat_at(int dirfd, const char *name, int flags, struct nopfs_meta_st
  * parallel file system each is a round trip to a metadata server, which
  * answers several at once.
  */
-#define STAT_THREADS    8
-#define STAT_PER_THREAD 32 /* fewer entries than this per thread: fewer threads */
+#define STAT_THREADS    16
+#define STAT_PER_THREAD 4 /* fewer entries than this per thread: fewer threads */
 
 struct stat_job {
 	int fd;
@@ -144,6 +144,8 @@ static void stat_job_run(void *arg)
 		struct nopfs_meta_entry *e = &job->entries[i];
 		const char *name = job->names + e->name;
 
+		if (nopfs_stop_requested())
+			return; /* list_dir() sees it too and gives up */
 		if (!strcmp(name, ".") || !strcmp(name, ".."))
 			continue;
 		stat_at(job->fd, name, AT_SYMLINK_NOFOLLOW, &e->lstat);
@@ -257,6 +259,8 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 		return NOPFS_OK;
 	}
 	stat_entries(scan, fd, first, count);
+	if (nopfs_stop_requested())
+		return NOPFS_ERR_CANCELED;
 	for (uint32_t i = first; i < first + count; i++) {
 		struct nopfs_meta_entry *e = &scan->entries[i];
 		const char *name = scan->names + e->name;

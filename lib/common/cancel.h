@@ -17,4 +17,18 @@ static inline bool nopfs_stop_requested(void)
 	return nopfs_stop_signal != 0;
 }
 
+/*
+ * Whether a stop signal came, or waits, blocked, for the thread that takes
+ * it: for waits on a thread that has them blocked.
+ */
+static inline bool nopfs_stop_pending(void)
+{
+	sigset_t pending;
+
+	return nopfs_stop_requested() ||
+	       (sigpending(&pending) == 0 &&
+	        (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1 ||
+	         sigismember(&pending, SIGHUP) == 1));
+}
+
 #endif

@@ -4,7 +4,7 @@
 # fence times out on the agent's own deadline (Slurm's PMIx server ignores
 # PMIX_TIMEOUT) and the step ends instead of hanging the job; and agents
 # whose first fence does not complete exit with status 75 (start the step
-# again), which srun passes on.
+# again), which srun passes on; and a stop signal ends a fence's wait.
 #
 # Uses the cluster of NOPFS_CLUSTER_STATE if it is up (and leaves it up);
 # otherwise starts one and tears it down at exit. Exit: 0 pass, 1 fail, 77 skip.
@@ -68,5 +68,28 @@ else
 	echo "not ok 3 - first fence: srun exit $rc in ${took} s, $said agents said so: $out"
 	fails=$((fails + 1))
 fi
-echo "# $((3 - fails)) passed, $fails failed"
+
+# 4. A stop signal ends an agent's wait in a fence at once: node 2 never comes,
+#    nodes 0 and 1 wait in their first fence (30 s allowed) and are sent
+#    SIGTERM 2 s in; each exits 0 within a second (the wait is sliced).
+# shellcheck disable=SC2016 # expanded on the nodes
+out=$(u srun -N3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 sh -c \
+	'if [ "$SLURM_NODEID" = 2 ]; then sleep 6; exit 0; fi
+	./nopfs-agent --dataset "$PWD/data" --step-tasks "1(x3)" --hello-timeout 30 \
+		--runtime-dir "/tmp/nopfs-stop-$SLURM_JOB_ID" 2>/dev/null &
+	pid=$!
+	sleep 2
+	start=$(date +%s%N)
+	kill -TERM $pid
+	rc=0
+	wait $pid || rc=$?
+	echo "node $SLURM_NODEID: exit $rc after $((($(date +%s%N) - start) / 1000000)) ms"' 2>&1 || true)
+quick=$(awk '/^node [01]: exit 0 after [0-9]+ ms$/ && $5 < 1000 { n++ } END { print n + 0 }' <<<"$out")
+if ((quick == 2)); then
+	echo "ok 4 - SIGTERM in a fence: both waiting agents exited 0 within a second"
+else
+	echo "not ok 4 - SIGTERM in a fence: $out"
+	fails=$((fails + 1))
+fi
+echo "# $((4 - fails)) passed, $fails failed"
 ((fails == 0))
