@@ -68,8 +68,11 @@ static json_t *pfs_json(struct agent *agent)
 	uint64_t bytes = atomic_load(&stats->pfs_read.bytes);
 	uint64_t probe = atomic_load(&stats->probe_pfs_read.bytes);
 
-	return json_pack("{s:I, s:I, s:I, s:f, s:f, s:f, s:I}", "bytes", (json_int_t)bytes, "reads",
-	                 (json_int_t)atomic_load(&stats->pfs_read.count), "probe_bytes",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I}", "bytes",
+	                 (json_int_t)bytes, "reads",
+	                 (json_int_t)atomic_load(&stats->pfs_read.count), "failed_samples",
+	                 (json_int_t)atomic_load(&stats->pfs_failed.count), "changed_samples",
+	                 (json_int_t)atomic_load(&stats->pfs_changed.count), "probe_bytes",
 	                 (json_int_t)probe, "vs_dataset", dataset > 0 ? (double)bytes / dataset : 0,
 	                 "vs_naive", naive > 0 ? (double)bytes / naive : 0,
 	                 "naive_bytes_per_node_share",

@@ -50,9 +50,11 @@ nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, nopfs_sample_i
 	if (fd < 0) {
 		status = nopfs_status_from_errno(errno);
 		nopfs_error("cannot open sample %" PRIu32 " '%s': %m", index, path);
+		agent_count(&stats->pfs_failed, size);
 		return status;
 	}
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != size) {
+		agent_count(&stats->pfs_changed, size);
 		nopfs_error("sample %" PRIu32 " '%s' changed: %" PRIu64
 		            " bytes in the catalog, %lld now; the catalog is stale",
 		            index, path, size, (long long)st.st_size);
@@ -70,6 +72,7 @@ nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, nopfs_sample_i
 			nopfs_error("reading sample %" PRIu32 " '%s' at byte %" PRIu64 ": %s",
 			            index, path, done,
 			            got < 0 ? strerror(errno) : "file ended early");
+			agent_count(got < 0 ? &stats->pfs_failed : &stats->pfs_changed, size);
 			close(fd);
 			return status;
 		}

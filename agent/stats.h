@@ -43,6 +43,8 @@ struct agent_stats {
 	struct agent_counter epoch_delivered[AGENT_EPOCH_SLOTS][AGENT_SOURCES];
 	struct agent_counter unattributed[AGENT_SOURCES]; /* no stream position known */
 	struct agent_counter pfs_read;                    /* every byte read from the PFS */
+	struct agent_counter pfs_failed;  /* samples the PFS did not give: open or read failed */
+	struct agent_counter pfs_changed; /* samples whose file no longer has the catalog's size */
 	struct agent_counter probe_pfs_read;              /* of which by the probe */
 	struct agent_counter tier_filled[8];              /* samples stored per local tier */
 	struct agent_counter help_out;                    /* tier samples fetched by a stager */

@@ -6,14 +6,16 @@
  * class two stat-like calls, plus one for the root (31 opens, 62 getdents64
  * and 61 stats for 3,000 files in 30 classes, as strace shows); it stats no
  * sample. With nopfs the ranks make none: node 0's agent scans the dataset
- * once per job, the catalog (per directory an open, an fstat and its
- * getdents64; per sample an fstatat and a faccessat) and the metadata the
- * interposer serves (per directory an open and its getdents64; per entry a
- * statx; the root's lstat and stat).
+ * once per job: the metadata the interposer serves (per directory an open
+ * and its getdents64; per entry a statx, SCAN_THREADS of a directory's at
+ * once; the root's lstat and stat), then the catalog (per directory an
+ * open, an fstat and its getdents64; its samples' stats come from the
+ * metadata).
  *
  * Time: one metadata server answers @rate operations a second, each after
- * @latency. A client waits for each call before the next; all clients
- * together cannot go faster than the server.
+ * @latency. A client waits for each call before the next (the scan's stats:
+ * for the one before the last SCAN_THREADS); all clients together cannot go
+ * faster than the server.
  */
 #include "config.h"
 
@@ -21,6 +23,8 @@
 #include <stdio.h>
 
 #include "sim_commands.h"
+
+#define SCAN_THREADS 16.0 /* lib/catalog/meta_scan.c's STAT_THREADS */
 
 /* getdents64 calls to list @entries names: 32 KiB buffers, ~48 bytes a name, one empty call. */
 static double getdents_calls(double entries)
@@ -39,12 +43,20 @@ void sim_metadata_model(const struct sim_metadata_options *o, uint64_t ranks,
 	out->plain_rank_ops = (dirs + 1) + listing + (2 * dirs + 1);
 	out->plain_job_ops = out->plain_rank_ops * (double)ranks;
 	out->nopfs_rank_ops = 0;
-	out->nopfs_job_ops = ((dirs + 1) * 2 + listing) + 2 * files         /* catalog */
-	                     + ((dirs + 1) + listing) + (files + dirs) + 2; /* metadata */
+	double stats = files + dirs, at_once = per_dir < SCAN_THREADS ? per_dir : SCAN_THREADS;
+	double stat_seconds;
+
+	if (at_once < 1)
+		at_once = 1;
+	out->nopfs_job_ops = ((dirs + 1) * 2 + listing)                 /* catalog */
+	                     + ((dirs + 1) + listing) + stats + 2; /* metadata */
 	out->plain_seconds = out->plain_rank_ops * per_op;
 	if (o->rate > 0 && out->plain_job_ops / o->rate > out->plain_seconds)
 		out->plain_seconds = out->plain_job_ops / o->rate;
-	out->nopfs_seconds = out->nopfs_job_ops * per_op;
+	stat_seconds = stats * per_op / at_once;
+	if (o->rate > 0 && stats / o->rate > stat_seconds)
+		stat_seconds = stats / o->rate;
+	out->nopfs_seconds = (out->nopfs_job_ops - stats) * per_op + stat_seconds;
 }
 
 nopfs_status sim_metadata_run(const struct sim_metadata_options *o)

@@ -36,6 +36,7 @@ struct node_figures {
 	uint64_t mismatched;
 	const char *diagnosis; /* NULL: none */
 	uint64_t peer_timeouts, peer_errors, peer_refused, peer_unauthenticated, watch_overflows;
+	uint64_t pfs_failed, pfs_changed;
 	bool interim; /* written while the agent still ran ("final": false) */
 	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
 	uint64_t plan, replans;
@@ -148,6 +149,8 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 	report_optional_uint(keys, "peers.refused", &f->peer_refused);
 	report_optional_uint(keys, "peers.unauthenticated", &f->peer_unauthenticated);
 	report_optional_uint(keys, "connections.watch_overflows", &f->watch_overflows);
+	report_optional_uint(keys, "pfs.failed_samples", &f->pfs_failed);
+	report_optional_uint(keys, "pfs.changed_samples", &f->pfs_changed);
 	f->diagnosis = json_is_string(diagnosis) ? json_string_value(diagnosis) : NULL;
 	f->interim = json_is_false(report_get(keys->report, "final"));
 	return keys->ok;
@@ -366,6 +369,13 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            "node %" PRIu32 ": only an interim report (its agent did not "
 			            "finish): its figures stop there",
 			            n->node);
+		if (n->pfs_failed || n->pfs_changed)
+			add_problem(problems,
+			            "node %" PRIu32 ": the PFS did not give %" PRIu64
+			            " reads of samples (open or read failed) and %" PRIu64
+			            " samples no longer had the catalog's size: ranks read those "
+			            "from the PFS themselves",
+			            n->node, n->pfs_failed, n->pfs_changed);
 		if (n->watch_overflows)
 			add_problem(problems,
 			            "node %" PRIu32
