@@ -62,7 +62,8 @@ struct probe_result {
 /*
  * Measure (or load from the cache) into *result (set only on success).
  * Errors name the directory or file at fault; an unusable cache only logs a
- * warning and is measured anew. A PFS file that cannot be read is an error.
+ * warning and is measured anew. A PFS file that cannot be read is skipped
+ * (a warning names the first); the PFS measurement fails when none can be.
  * The ssd directories are checked before anything is measured.
  */
 nopfs_status probe_run(const struct probe_config *config, struct probe_result *result);

@@ -9,12 +9,16 @@
  * permutation (an equal share of the files, at least one file per thread), so
  * no file is read twice and the page cache cannot inflate a later count,
  * unless the dataset has fewer files than the slices need. A measurement ends
- * at its deadline or at the end of its slice, whichever comes first.
+ * at its deadline or at the end of its slice, whichever comes first. A file
+ * that cannot be read (an I/O error, gone since the scan) is skipped and
+ * named once; a thread count that could read none of its files has no
+ * figure, and the measurement fails only when no file could be read.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -37,7 +41,9 @@ struct pfs_job {
 	struct probe_worker worker; /* first */
 	struct pfs_order *order;
 	char *buffer;    /* PFS_CHUNK bytes; owned */
-	uint64_t failed; /* the files[] index that could not be read */
+	uint64_t failed; /* the first files[] index that could not be read */
+	int failed_error;
+	uint64_t skipped; /* files that could not be read */
 };
 
 static uint64_t gcd(uint64_t a, uint64_t b)
@@ -123,10 +129,9 @@ static void pfs_read(void *arg)
 	       (position = atomic_fetch_add(&order->next, 1)) < order->end) {
 		uint64_t index = order_pick(order, position);
 
-		if (!read_file(job, order->files[index].path)) {
+		if (!read_file(job, order->files[index].path) && job->skipped++ == 0) {
 			job->failed = index;
-			probe_worker_fail(&job->worker, errno);
-			return;
+			job->failed_error = errno;
 		}
 	}
 }
@@ -170,7 +175,9 @@ nopfs_status probe_pfs_measure(const struct probe_config *config, const struct p
                                uint64_t *bytes_read)
 {
 	struct nopfs_curve curve = { 0 };
-	uint64_t start = 0, total = 0;
+	uint64_t start = 0, total = 0, skipped = 0;
+	const char *skipped_path = NULL;
+	int skipped_error = 0;
 	struct pfs_order order;
 	struct pfs_job *jobs;
 	nopfs_status status;
@@ -181,26 +188,46 @@ nopfs_status probe_pfs_measure(const struct probe_config *config, const struct p
 		return status;
 	for (unsigned int p = 0; p < plan->points; p++) {
 		unsigned int threads = plan->threads[p];
+		uint64_t point_bytes = 0, point_skipped = 0;
 		double rate;
-		int failed;
 
 		atomic_store(&order.next, start);
 		order.end = start + slice_length(plan, order.count, p);
 		start = order.end;
-		failed = probe_workers_run(pfs_read, jobs, sizeof(*jobs), threads,
-		                           probe_phase_next(phase), &rate);
-		for (unsigned int t = 0; t < threads; t++)
-			total += jobs[t].worker.bytes;
-		if (failed >= 0) {
-			errno = jobs[failed].worker.error;
-			nopfs_error("cannot read dataset file '%s': %m",
-			            order.files[jobs[failed].failed].path);
-			status = nopfs_status_from_errno(errno);
-			goto out_free_jobs;
+		/* the workers skip files they cannot read: none fails */
+		probe_workers_run(pfs_read, jobs, sizeof(*jobs), threads, probe_phase_next(phase),
+		                  &rate);
+		for (unsigned int t = 0; t < threads; t++) {
+			point_bytes += jobs[t].worker.bytes;
+			point_skipped += jobs[t].skipped;
+			if (jobs[t].skipped && !skipped_path) {
+				skipped_path = order.files[jobs[t].failed].path;
+				skipped_error = jobs[t].failed_error;
+			}
+			jobs[t].skipped = 0;
 		}
+		total += point_bytes;
+		skipped += point_skipped;
+		if (point_bytes == 0 && point_skipped > 0)
+			continue; /* its files all failed: no figure for this thread count */
 		status = nopfs_curve_set(&curve, threads, rate);
 		if (status)
 			goto out_free_jobs;
+	}
+	if (skipped && curve.points == 0) {
+		errno = skipped_error;
+		nopfs_error("PFS probe: no dataset file could be read (%" PRIu64
+		            " tried; the first: '%s': %m)",
+		            skipped, skipped_path);
+		status = nopfs_status_from_errno(errno);
+		goto out_free_jobs;
+	}
+	if (skipped) {
+		errno = skipped_error;
+		nopfs_warning("PFS probe: %" PRIu64 " dataset files could not be read and were "
+		              "skipped (the first: '%s': %m); ranks read them from the PFS as "
+		              "without nopfs",
+		              skipped, skipped_path);
 	}
 	*read = curve;
 	*bytes_read = total;

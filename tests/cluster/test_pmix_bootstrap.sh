@@ -84,7 +84,7 @@ out=$(u srun -N3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 sh -c \
 	rc=0
 	wait $pid || rc=$?
 	echo "node $SLURM_NODEID: exit $rc after $((($(date +%s%N) - start) / 1000000)) ms"' 2>&1 || true)
-quick=$(awk '/^node [01]: exit 0 after [0-9]+ ms$/ && $5 < 1000 { n++ } END { print n + 0 }' <<<"$out")
+quick=$(awk '/^node [01]: exit 0 after [0-9]+ ms$/ && $6 < 1000 { n++ } END { print n + 0 }' <<<"$out")
 if ((quick == 2)); then
 	echo "ok 4 - SIGTERM in a fence: both waiting agents exited 0 within a second"
 else

@@ -292,8 +292,10 @@ static void assert_fails(const struct probe_config *config, nopfs_status expecte
 	capture_stop();
 }
 
-START_TEST(unreadable_pfs_file_is_an_error)
+/* A dataset file the probe cannot read is skipped and named; none readable fails. */
+START_TEST(unreadable_pfs_files_are_skipped)
 {
+	struct probe_result r;
 	struct probe_file bad[2] = { { .size = 4096 }, { .size = 4096 } };
 	struct nopfs_tier_list tiers;
 	struct probe_config config;
@@ -310,7 +312,13 @@ START_TEST(unreadable_pfs_file_is_an_error)
 
 	bad[0].path = at("no-such-file");
 	config.file_count = 2; /* every file is read: 1 thread, then 2 */
-	assert_fails(&config, NOPFS_ERR_NOT_FOUND, bad[0].path);
+	capture_start();
+	ck_assert_int_eq(probe_run(&config, &r), NOPFS_OK);
+	ck_assert_msg(logged_at("warning", bad[0].path), "no warning names %s: %s", bad[0].path,
+	              captured);
+	ck_assert(logged_at("warning", "No such file or directory"));
+	ck_assert_uint_gt(r.pfs_bytes_read, 0);
+	capture_stop();
 }
 END_TEST
 
@@ -554,7 +562,7 @@ int main(void)
 	tcase_add_test(tc, cache_is_reused_by_key_and_age);
 	tcase_add_test(tc, bad_cache_is_measured_again);
 	tcase_add_test(tc, unwritable_cache_only_warns);
-	tcase_add_test(tc, unreadable_pfs_file_is_an_error);
+	tcase_add_test(tc, unreadable_pfs_files_are_skipped);
 	tcase_add_test(tc, missing_ssd_dir_is_an_error);
 	tcase_add_test(tc, bad_config_is_rejected);
 	tcase_add_test(tc, buffered_where_direct_is_refused);

@@ -4,9 +4,11 @@
 torchvision ImageFolder (raw bytes instead of decoded images, since the test
 files are random bytes) + DistributedSampler + DataLoader with workers. Prints
 one line per sample: epoch, index, label and the SHA-256 of the bytes read, so
-a test can compare every byte with the dataset's files.
+a test can compare every byte with the dataset's files. With --errors, a file
+that cannot be read prints "error:ERRNO-NAME" instead of its digest.
 """
 import argparse
+import errno
 import hashlib
 import os
 import sys
@@ -22,8 +24,24 @@ def read_bytes(path):
         return f.read()
 
 
+class ReadError:
+    """What read_or_error() returns for a file that cannot be read."""
+
+    def __init__(self, error):
+        self.name = errno.errorcode.get(error.errno, str(error.errno))
+
+
+def read_or_error(path):
+    try:
+        return read_bytes(path)
+    except OSError as error:
+        return ReadError(error)
+
+
 class Digest:
     def __call__(self, data):
+        if isinstance(data, ReadError):
+            return f"error:{data.name}"
         return hashlib.sha256(data).hexdigest()
 
 
@@ -54,9 +72,12 @@ def main():
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--sleep", type=float, default=0.0, help="compute per batch (s)")
     parser.add_argument("--out", default="-", help="output file; %%r is the rank")
+    parser.add_argument("--errors", action="store_true",
+                        help="print a file's read error instead of failing")
     args = parser.parse_args()
 
-    dataset = Indexed(ImageFolder(args.data, loader=read_bytes, transform=Digest(),
+    read = read_or_error if args.errors else read_bytes
+    dataset = Indexed(ImageFolder(args.data, loader=read, transform=Digest(),
                                   is_valid_file=lambda p: p.endswith(".JPEG")))
     sampler = DistributedSampler(dataset, num_replicas=args.world_size, rank=args.rank,
                                  seed=args.seed, shuffle=True)
