@@ -46,14 +46,22 @@ nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, nopfs_sample_i
 	status = pfs_sample_path(catalog, index, path, sizeof(path));
 	if (status != NOPFS_OK)
 		return status;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* never blocks on a FIFO or device named like a sample: only regular files */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+		nopfs_error("sample %" PRIu32 " '%s' is not a regular file: not served", index,
+		            path);
+		close(fd);
+		agent_count(&stats->pfs_failed, size);
+		return NOPFS_ERR_INVALID;
+	}
 	if (fd < 0) {
 		status = nopfs_status_from_errno(errno);
 		nopfs_error("cannot open sample %" PRIu32 " '%s': %m", index, path);
 		agent_count(&stats->pfs_failed, size);
 		return status;
 	}
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_size != size) {
+	if ((uint64_t)st.st_size != size) {
 		agent_count(&stats->pfs_changed, size);
 		nopfs_error("sample %" PRIu32 " '%s' changed: %" PRIu64
 		            " bytes in the catalog, %lld now; the catalog is stale",

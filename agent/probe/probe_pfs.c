@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "probe_internal.h"
@@ -89,14 +90,23 @@ static uint64_t order_pick(const struct pfs_order *order, uint64_t position)
 	return (uint64_t)((i * order->multiplier + order->offset) % order->count);
 }
 
-/* Read @path to its end or until the deadline; false with errno on failure. */
+/*
+ * Read @path to its end or until the deadline; false with errno on failure.
+ * Only a regular file: a FIFO or device named like a sample is not waited on.
+ */
 static bool read_file(struct pfs_job *job, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
 	int err;
 
 	if (fd < 0)
 		return false;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return false;
+	}
 	for (;;) {
 		ssize_t n = read(fd, job->buffer, PFS_CHUNK);
 

@@ -61,7 +61,8 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_stop_phases.py \
 	tests/agent/system/test_resume.py \
 	tests/agent/system/test_live.py \
-	tests/agent/system/test_metadata.py
+	tests/agent/system/test_metadata.py \
+	tests/agent/system/test_odd_dataset.py
 TESTS += $(AGENT_SYSTEM_TESTS)
 if HAVE_MPI
 TESTS += tests/agent/system/test_mpi.py
