@@ -82,6 +82,9 @@ struct peer_config {
 	void *state_base; /* per-sample state bytes of that tier; may be NULL */
 	size_t state_bytes;
 	uint8_t present_value; /* a state byte equal to this means "present" */
+	/* tests only: called between a get's bytes and its second look at the state */
+	void (*between_gets)(void *arg);
+	void *between_gets_arg;
 	peer_serve_fn serve;   /* for requests; may be NULL (answers "not available") */
 	peer_fill_fn fill;     /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
 	peer_notice_fn notice; /* for notices; may be NULL (dropped) */

@@ -1,7 +1,10 @@
 /*
  * One-sided reads of a node's RAM tier: the sample's state byte, then, if
- * it says present, the bytes. The owner writes a sample's bytes before its
- * state byte, so bytes read after a "present" state are complete. Only
+ * it says present, the bytes, then the state byte again. The owner writes a
+ * sample's bytes before its state byte, so bytes read after a "present"
+ * state are complete; and a re-plan clears the state byte before the slot
+ * is used again, so bytes followed by a "present" state were not changed
+ * under the read (a slot emptied meanwhile reads as not present). Only
  * between planes that register their regions (hardware RDMA): others have
  * no keys, and their samples are asked for (peer_fetch.c).
  */
@@ -66,7 +69,21 @@ static nopfs_status get_sample(struct peer_op *op, uint64_t state_offset, uint64
 	if (size == 0)
 		return NOPFS_OK;
 	post_get(op, dest, size, keys->ram_base + data_offset, keys->ram_key, "get of a sample");
-	return peer_op_wait(op, "get of a sample", NULL);
+	status = peer_op_wait(op, "get of a sample", NULL);
+	if (status != NOPFS_OK)
+		return status;
+	if (op->plane->config.between_gets)
+		op->plane->config.between_gets(op->plane->config.between_gets_arg);
+	post_get(op, &op->state, 1, keys->state_base + state_offset, keys->state_key,
+	         "second get of a state byte");
+	status = peer_op_wait(op, "second get of a state byte", NULL);
+	if (status != NOPFS_OK)
+		return status;
+	if (op->state != op->plane->config.present_value) {
+		peer_count(op->plane, not_present, 1);
+		return NOPFS_ERR_NOT_FOUND; /* emptied while read: the bytes may be torn */
+	}
+	return NOPFS_OK;
 }
 
 nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t state_offset,

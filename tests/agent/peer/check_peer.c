@@ -205,6 +205,44 @@ START_TEST(get_absent_copies_nothing)
 }
 END_TEST
 
+/* Empty @arg's (a store's) sample 3, as a re-plan does to a slot. */
+static void empty_sample_3(void *arg)
+{
+	struct store *store = arg;
+
+	store->state[3] = 0;
+}
+
+/* A slot emptied while its bytes were read is not taken as the sample. */
+START_TEST(get_rechecks_the_state_after_the_bytes)
+{
+	unsigned char *dest = calloc(1, sample_sizes[3]);
+	struct peer_config config;
+	struct peer_stats stats;
+	struct pair pair;
+
+	for (unsigned int n = 0; n < 2; n++)
+		store_init(&pair.store[n]);
+	config = plane_config(0, &pair.store[0], TIMEOUT_MS);
+	config.between_gets = empty_sample_3;
+	config.between_gets_arg = &pair.store[1];
+	pair.plane[0] = plane_create(&config);
+	pair.plane[1] = plane_start(1, &pair.store[1], TIMEOUT_MS);
+	connect_to(pair.plane[0], pair.plane[1], 1);
+	connect_to(pair.plane[1], pair.plane[0], 0);
+	ck_assert_int_eq(get_sample(pair.plane[0], 1, &pair.store[1], 3, dest),
+	                 NOPFS_ERR_NOT_FOUND);
+	peer_plane_stats(pair.plane[0], &stats);
+	ck_assert_uint_eq(stats.not_present, 1);
+	ck_assert_uint_eq(stats.gets, 0);
+	/* the other way, nothing emptied: the second look passes and the get brings it */
+	ck_assert_int_eq(get_sample(pair.plane[1], 0, &pair.store[0], 3, dest), NOPFS_OK);
+	ck_assert(sample_is_right(3, dest));
+	free(dest);
+	pair_stop(&pair);
+}
+END_TEST
+
 START_TEST(get_outside_regions_refused)
 {
 	unsigned char dest[16];
@@ -983,6 +1021,7 @@ static Suite *peer_suite(void)
 
 	tcase_add_test(plane, get_present_copies_bytes);
 	tcase_add_test(plane, get_absent_copies_nothing);
+	tcase_add_test(plane, get_rechecks_the_state_after_the_bytes);
 	tcase_add_test(plane, get_outside_regions_refused);
 	tcase_add_test(plane, fetch_served_by_callback);
 	tcase_add_test(plane, fetch_not_available);
