@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -104,7 +105,7 @@ static bool read_file(struct pfs_job *job, const char *path)
 		return false;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		errno = EINVAL;
+		errno = S_ISDIR(st.st_mode) ? EISDIR : 0; /* 0: not a regular file */
 		return false;
 	}
 	for (;;) {
@@ -188,6 +189,7 @@ nopfs_status probe_pfs_measure(const struct probe_config *config, const struct p
 	uint64_t start = 0, total = 0, skipped = 0;
 	const char *skipped_path = NULL;
 	int skipped_error = 0;
+	const char *why;
 	struct pfs_order order;
 	struct pfs_job *jobs;
 	nopfs_status status;
@@ -224,21 +226,19 @@ nopfs_status probe_pfs_measure(const struct probe_config *config, const struct p
 		if (status)
 			goto out_free_jobs;
 	}
+	why = skipped_error ? strerror(skipped_error) : "not a regular file";
 	if (skipped && curve.points == 0) {
-		errno = skipped_error;
 		nopfs_error("PFS probe: no dataset file could be read (%" PRIu64
-		            " tried; the first: '%s': %m)",
-		            skipped, skipped_path);
-		status = nopfs_status_from_errno(errno);
+		            " tried; the first: '%s': %s)",
+		            skipped, skipped_path, why);
+		status = skipped_error ? nopfs_status_from_errno(skipped_error) : NOPFS_ERR_INVALID;
 		goto out_free_jobs;
 	}
-	if (skipped) {
-		errno = skipped_error;
+	if (skipped)
 		nopfs_warning("PFS probe: %" PRIu64 " dataset files could not be read and were "
-		              "skipped (the first: '%s': %m); ranks read them from the PFS as "
+		              "skipped (the first: '%s': %s); ranks read them from the PFS as "
 		              "without nopfs",
-		              skipped, skipped_path);
-	}
+		              skipped, skipped_path, why);
 	*read = curve;
 	*bytes_read = total;
 

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <sys/inotify.h>
+#include <sys/stat.h>
 
 #include "probe_fixture.h"
 #include "common/clock.h"
@@ -318,6 +319,14 @@ START_TEST(unreadable_pfs_files_are_skipped)
 	              captured);
 	ck_assert(logged_at("warning", "No such file or directory"));
 	ck_assert_uint_gt(r.pfs_bytes_read, 0);
+	capture_stop();
+
+	/* a FIFO named like a sample: skipped at once, not waited on for a writer */
+	ck_assert_int_eq(mkfifo(at("fifo"), 0600), 0);
+	bad[0].path = at("fifo");
+	capture_start();
+	ck_assert_int_eq(probe_run(&config, &r), NOPFS_OK);
+	ck_assert_msg(logged_at("warning", "not a regular file"), "%s", captured);
 	capture_stop();
 }
 END_TEST
