@@ -23,6 +23,7 @@ CLUSTER_TESTS = \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_faults.sh \
 	tests/cluster/test_two_jobs.sh \
+	tests/cluster/test_step_restart.sh \
 	tests/cluster/test_e2e_quick.sh \
 	tests/cluster/test_examples.sh \
 	tests/cluster/test_installed.sh \
@@ -48,7 +49,8 @@ tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_faults.log: tests/cluster/test_security.log
 tests/cluster/test_two_jobs.log: tests/cluster/test_faults.log
-tests/cluster/test_e2e_quick.log: tests/cluster/test_two_jobs.log
+tests/cluster/test_step_restart.log: tests/cluster/test_two_jobs.log
+tests/cluster/test_e2e_quick.log: tests/cluster/test_step_restart.log
 tests/cluster/test_examples.log: tests/cluster/test_e2e_quick.log
 tests/cluster/test_installed.log: tests/cluster/test_examples.log
 tests/cluster/test_live.log: tests/cluster/test_installed.log
