@@ -50,40 +50,39 @@ static nopfs_status check_range(uint32_t node, const struct peer_keys *keys, uin
 	return NOPFS_OK;
 }
 
-/* The two reads, on an operation whose keys' regions fit. */
+/* Read the sample's state byte: NOPFS_ERR_NOT_FOUND unless it says present. */
+static nopfs_status get_state(struct peer_op *op, uint64_t state_offset, const char *what)
+{
+	const struct peer_keys *keys = op->keys;
+	nopfs_status status;
+
+	post_get(op, &op->state, 1, keys->state_base + state_offset, keys->state_key, what);
+	status = peer_op_wait(op, what, NULL);
+	if (status == NOPFS_OK && op->state != op->plane->config.present_value) {
+		peer_count(op->plane, not_present, 1);
+		status = NOPFS_ERR_NOT_FOUND;
+	}
+	return status;
+}
+
+/* The three reads, on an operation whose keys' regions fit. */
 static nopfs_status get_sample(struct peer_op *op, uint64_t state_offset, uint64_t data_offset,
                                void *dest, uint64_t size)
 {
 	const struct peer_keys *keys = op->keys;
 	nopfs_status status;
 
-	post_get(op, &op->state, 1, keys->state_base + state_offset, keys->state_key,
-	         "get of a state byte");
-	status = peer_op_wait(op, "get of a state byte", NULL);
-	if (status != NOPFS_OK)
+	status = get_state(op, state_offset, "get of a state byte");
+	if (status != NOPFS_OK || size == 0)
 		return status;
-	if (op->state != op->plane->config.present_value) {
-		peer_count(op->plane, not_present, 1);
-		return NOPFS_ERR_NOT_FOUND;
-	}
-	if (size == 0)
-		return NOPFS_OK;
 	post_get(op, dest, size, keys->ram_base + data_offset, keys->ram_key, "get of a sample");
 	status = peer_op_wait(op, "get of a sample", NULL);
 	if (status != NOPFS_OK)
 		return status;
 	if (op->plane->config.between_gets)
 		op->plane->config.between_gets(op->plane->config.between_gets_arg);
-	post_get(op, &op->state, 1, keys->state_base + state_offset, keys->state_key,
-	         "second get of a state byte");
-	status = peer_op_wait(op, "second get of a state byte", NULL);
-	if (status != NOPFS_OK)
-		return status;
-	if (op->state != op->plane->config.present_value) {
-		peer_count(op->plane, not_present, 1);
-		return NOPFS_ERR_NOT_FOUND; /* emptied while read: the bytes may be torn */
-	}
-	return NOPFS_OK;
+	/* not present now: emptied while read, the bytes may be torn */
+	return get_state(op, state_offset, "second get of a state byte");
 }
 
 nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t state_offset,
