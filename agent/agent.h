@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <signal.h>
 
+#include "catalog/meta.h"
 #include "probe/probe.h"
 #include "bootstrap.h"
 #include "job.h"
@@ -59,6 +60,7 @@ struct agent {
 	char shared_meta[4096];    /* node 0: the metadata it shared, removed at exit */
 	void *meta;                /* the dataset's metadata (catalog/meta.h), or NULL */
 	size_t meta_length;
+	struct nopfs_meta_view meta_view;                /* of meta, validated once when kept */
 	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */
 	char stage_meta[4096]; /* where the tasks find it, removed when serving stops */
 	bool meta_published;   /* the tasks were given it */

@@ -58,6 +58,7 @@ static void keep_metadata(struct agent *agent, void *data, size_t length, const 
 	struct nopfs_meta_view view;
 	const char *why;
 
+	/* validated here only (its checksum covers the whole buffer): kept with it */
 	if (nopfs_meta_view_init(&view, data, length, &why) != NOPFS_OK) {
 		nopfs_warning("the dataset's metadata from %s %s: ranks ask the PFS for it", origin,
 		              why);
@@ -66,6 +67,7 @@ static void keep_metadata(struct agent *agent, void *data, size_t length, const 
 	}
 	agent->meta = data;
 	agent->meta_length = length;
+	agent->meta_view = view;
 	agent->meta_dirs = view.header->dir_count;
 	agent->meta_entries = view.header->entry_count;
 	agent->meta_unlisted = view.header->unlisted;
@@ -98,15 +100,11 @@ static void scan_metadata(struct agent *agent)
  */
 static nopfs_status scan_and_open(struct agent *agent, struct nopfs_catalog **catalog)
 {
-	struct nopfs_meta_view view;
-	const char *why;
-
 	scan_metadata(agent);
 	if (nopfs_stop_requested())
 		return NOPFS_ERR_CANCELED; /* the scan gave up: so does the catalog */
-	if (agent->meta &&
-	    nopfs_meta_view_init(&view, agent->meta, agent->meta_length, &why) == NOPFS_OK)
-		return job_open_catalog_with(&agent->options, &view, catalog,
+	if (agent->meta)
+		return job_open_catalog_with(&agent->options, &agent->meta_view, catalog,
 		                             &agent->job.catalog_from_cache);
 	return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
 }
@@ -221,27 +219,25 @@ static bool mark_changed(struct agent *agent, uint32_t d)
 
 void team_check_metadata(struct agent *agent)
 {
-	struct nopfs_meta_view view;
+	const struct nopfs_meta_view *view = &agent->meta_view;
 	char payload[256 * 11 + 1];
 	uint32_t *newly, marked;
-	const char *why;
 	uint64_t now = nopfs_clock_now_ms();
 
 	/* A node without a data plane hears no notice: it looks itself. */
-	if ((!agent->meta_scanned && agent->peers) || !agent->meta_changed ||
-	    now - agent->meta_checked_ms < AGENT_META_CHECK_MS ||
-	    nopfs_meta_view_init(&view, agent->meta, agent->meta_length, &why) != NOPFS_OK)
+	if ((!agent->meta_scanned && agent->peers) || !agent->meta || !agent->meta_changed ||
+	    now - agent->meta_checked_ms < AGENT_META_CHECK_MS)
 		return;
 	agent->meta_checked_ms = now;
 	newly = malloc(sizeof(*newly) * agent->meta_dirs);
 	if (!newly)
 		return; /* looked at again at the next check */
-	marked = nopfs_meta_check_dirs(&view, agent->meta_changed, newly, agent->meta_dirs);
+	marked = nopfs_meta_check_dirs(view, agent->meta_changed, newly, agent->meta_dirs);
 	agent->meta_changed_count += marked;
 	if (marked)
 		nopfs_warning("%" PRIu32 " directories of the dataset changed since the scan "
 		              "(first: '%s'): ranks ask the PFS for them",
-		              marked, nopfs_meta_name(&view, view.dirs[newly[0]].realpath));
+		              marked, nopfs_meta_name(view, view->dirs[newly[0]].realpath));
 	/* The other agents mark them too: 256 a notice. */
 	for (uint32_t first = 0; agent->peers && agent->shared_meta[0] && first < marked;
 	     first += 256) {
