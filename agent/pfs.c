@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fdio.h"
 #include "common/log.h"
 #include "pfs.h"
 
@@ -47,17 +48,16 @@ nopfs_status pfs_read_sample(const struct nopfs_catalog *catalog, nopfs_sample_i
 	if (status != NOPFS_OK)
 		return status;
 	/* never blocks on a FIFO or device named like a sample: only regular files */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-		nopfs_error("sample %" PRIu32 " '%s' is not a regular file: not served", index,
-		            path);
-		close(fd);
-		agent_count(&stats->pfs_failed, size);
-		return NOPFS_ERR_INVALID;
-	}
+	fd = nopfs_open_regular(path, &st);
 	if (fd < 0) {
-		status = nopfs_status_from_errno(errno);
-		nopfs_error("cannot open sample %" PRIu32 " '%s': %m", index, path);
+		if (errno == 0) {
+			nopfs_error("sample %" PRIu32 " '%s' is not a regular file: not served",
+			            index, path);
+			status = NOPFS_ERR_INVALID;
+		} else {
+			status = nopfs_status_from_errno(errno);
+			nopfs_error("cannot open sample %" PRIu32 " '%s': %m", index, path);
+		}
 		agent_count(&stats->pfs_failed, size);
 		return status;
 	}

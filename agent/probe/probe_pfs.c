@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "probe_internal.h"
+#include "common/fdio.h"
 #include "common/log.h"
 #include "plan/mt19937.h"
 
@@ -97,15 +98,13 @@ static uint64_t order_pick(const struct pfs_order *order, uint64_t position)
  */
 static bool read_file(struct pfs_job *job, const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	struct stat st;
+	int fd = nopfs_open_regular(path, &st);
 	int err;
 
-	if (fd < 0)
-		return false;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		errno = S_ISDIR(st.st_mode) ? EISDIR : 0; /* 0: not a regular file */
+	if (fd < 0) {
+		if (errno == 0 && S_ISDIR(st.st_mode))
+			errno = EISDIR; /* else 0: not a regular file */
 		return false;
 	}
 	for (;;) {

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "fdio.h"
@@ -38,4 +39,25 @@ nopfs_status nopfs_read_exact(int fd, void *data, size_t length)
 		done += (size_t)n;
 	}
 	return NOPFS_OK;
+}
+
+int nopfs_open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int err;
+
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) != 0) {
+		err = errno;
+		close(fd);
+		errno = err;
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = 0;
+		return -1;
+	}
+	return fd;
 }

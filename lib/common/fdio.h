@@ -3,6 +3,7 @@
 #define NOPFS_FDIO_H
 
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "status.h"
 
@@ -19,5 +20,13 @@ nopfs_status nopfs_write_all(int fd, const void *data, size_t length);
  * the status of errno. Logs nothing.
  */
 nopfs_status nopfs_read_exact(int fd, void *data, size_t length);
+
+/*
+ * Open @path to read without blocking (a FIFO or device named like a data
+ * file is not waited on) and fstat it into *st: the descriptor, or -1 with
+ * errno. A file that is not regular is closed again: -1 with errno 0, *st
+ * saying what it is. Logs nothing.
+ */
+int nopfs_open_regular(const char *path, struct stat *st);
 
 #endif
