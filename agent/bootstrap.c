@@ -138,12 +138,12 @@ static pmix_status_t fence(struct bootstrap *bootstrap, int timeout_s, bool *sto
 	/* in slices: a stop signal ends the wait within one */
 	while (!wait->done && !(*stopped = nopfs_stop_pending())) {
 		struct timespec slice = nopfs_clock_wall_deadline_after(FENCE_SLICE_MS / 1000.0);
+		bool last = slice.tv_sec > deadline.tv_sec ||
+		            (slice.tv_sec == deadline.tv_sec && slice.tv_nsec >= deadline.tv_nsec);
 
-		if (slice.tv_sec > deadline.tv_sec ||
-		    (slice.tv_sec == deadline.tv_sec && slice.tv_nsec > deadline.tv_nsec))
-			slice = deadline;
-		if (pthread_cond_timedwait(&wait->done_cond, &wait->lock, &slice) == ETIMEDOUT &&
-		    slice.tv_sec == deadline.tv_sec && slice.tv_nsec == deadline.tv_nsec)
+		if (pthread_cond_timedwait(&wait->done_cond, &wait->lock,
+		                           last ? &deadline : &slice) == ETIMEDOUT &&
+		    last)
 			break;
 	}
 	done = wait->done;

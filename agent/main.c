@@ -86,9 +86,8 @@ static void stop_signals(int how)
 	sigset_t set;
 
 	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
+	for (size_t i = 0; i < sizeof(nopfs_stop_signals) / sizeof(nopfs_stop_signals[0]); i++)
+		sigaddset(&set, nopfs_stop_signals[i]);
 	pthread_sigmask(how, &set, NULL);
 }
 
