@@ -41,9 +41,14 @@ for _ in $(seq 1 150); do
 done
 [[ -n $job ]] || { echo "not ok - the job did not appear"; exit 1; }
 wait_agents "$job" || { echo "not ok - the agents of job $job never became ready"; exit 1; }
-# Until the tasks have read something: the figures then mean something.
-for _ in $(seq 1 100); do
-	[[ -s $WORK/out-0.txt ]] && break
+# Until every rank has read something: every node's figures then mean
+# something (a node whose ranks start late has delivered nothing yet).
+for _ in $(seq 1 150); do
+	read_ranks=0
+	for r in 0 1 2 3 4 5; do
+		[[ -s $WORK/out-$r.txt ]] && read_ranks=$((read_ranks + 1))
+	done
+	((read_ranks == 6)) && break
 	sleep 0.2
 done
 
