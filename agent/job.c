@@ -197,7 +197,7 @@ nopfs_status job_first_steps(const struct job *job, const nopfs_sample_id *sampl
 		steps[i] = UINT64_MAX;
 	for (uint32_t e = 0; e < job->epochs && left > 0; e++) {
 		nopfs_sampler_permutation(sampler, e, perm);
-		for (uint64_t p = 0; p < total; p++) {
+		for (uint64_t p = nopfs_sampler_first_position(sampler, e); p < total; p++) {
 			uint32_t k = nopfs_sampler_at(sampler, perm, p);
 
 			if (first[k] == UINT64_MAX)

@@ -68,16 +68,15 @@ static json_t *pfs_json(struct agent *agent)
 	uint64_t bytes = atomic_load(&stats->pfs_read.bytes);
 	uint64_t probe = atomic_load(&stats->probe_pfs_read.bytes);
 
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I}", "bytes",
-	                 (json_int_t)bytes, "reads",
-	                 (json_int_t)atomic_load(&stats->pfs_read.count), "failed_samples",
-	                 (json_int_t)atomic_load(&stats->pfs_failed.count), "changed_samples",
-	                 (json_int_t)atomic_load(&stats->pfs_changed.count), "probe_bytes",
-	                 (json_int_t)probe, "vs_dataset", dataset > 0 ? (double)bytes / dataset : 0,
-	                 "vs_naive", naive > 0 ? (double)bytes / naive : 0,
-	                 "naive_bytes_per_node_share",
-	                 naive * agent->job.local_rank_count / agent->job.sampler.world_size,
-	                 "dataset_bytes", (json_int_t)agent->job.dataset_bytes);
+	return json_pack(
+	        "{s:I, s:I, s:I, s:I, s:I, s:f, s:f, s:f, s:I}", "bytes", (json_int_t)bytes,
+	        "reads", (json_int_t)atomic_load(&stats->pfs_read.count), "failed_samples",
+	        (json_int_t)atomic_load(&stats->pfs_failed.count), "changed_samples",
+	        (json_int_t)atomic_load(&stats->pfs_changed.count), "probe_bytes",
+	        (json_int_t)probe, "vs_dataset", dataset > 0 ? (double)bytes / dataset : 0,
+	        "vs_naive", naive > 0 ? (double)bytes / naive : 0, "naive_bytes_per_node_share",
+	        naive * agent->job.local_rank_count / agent->job.sampler.world_size,
+	        "dataset_bytes", (json_int_t)agent->job.dataset_bytes);
 }
 
 /* Per source: samples and bytes of @counters. */
@@ -267,6 +266,9 @@ json_t *report_json(struct agent *agent)
 		/* a resumed job: its "epochs" are those from this one on */
 		json_object_set_new(json_object_get(report, "job"), "start_epoch",
 		                    json_integer((json_int_t)agent->job.sampler.first_epoch));
+		/* a resume within that epoch: each rank's first index in it */
+		json_object_set_new(json_object_get(report, "job"), "start_sample",
+		                    json_integer((json_int_t)agent->job.sampler.first_index));
 		json_object_set_new(report, "per_epoch", per_epoch_json(agent));
 		json_object_set_new(report, "unattributed", sources_json(stats->unattributed));
 		json_object_set_new(report, "metadata", metadata_json(agent));

@@ -178,6 +178,11 @@ static const struct nopfs_option option_rows[] = {
 	{ NOPFS_OPT_UINT("start-epoch", "K", "a resumed job: plan epochs K to E-1 only (default 0)",
 	                 FIELD(sampler.first_epoch), 0, UINT16_MAX - 2),
 	  .id = OPT_STEP },
+	{ NOPFS_OPT_UINT("start-sample", "P",
+	                 "a resume within epoch K: each rank starts at index P of its stream "
+	                 "(default 0)",
+	                 FIELD(sampler.first_index), 0, UINT32_MAX - 1),
+	  .id = OPT_STEP },
 	{ NOPFS_OPT_UINT("world-size", "W", "ranks of the training step", FIELD(sampler.world_size),
 	                 1, UINT16_MAX * 64ULL),
 	  .id = OPT_STEP },

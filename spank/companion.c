@@ -36,7 +36,8 @@ static const char *const scrubbed[] = {
 struct command {
 	const char *argv[ARGS_MAX];
 	int argc;
-	char job[16], jobid[32], nodes[16], seed[32], epochs[16], start_epoch[16], scan_timeout[16];
+	char job[16], jobid[32], nodes[16], seed[32], epochs[16], start_epoch[16], start_sample[16];
+	char scan_timeout[16];
 	char token[NOPFS_TOKEN_LENGTH + 1];
 	char token_env[sizeof(NOPFS_ENV_AGENT_TOKEN) + NOPFS_TOKEN_LENGTH + 1];
 	char agent[PATH_MAX + 16], node_report[PATH_MAX + 64], share[PATH_MAX], log[128];
@@ -88,10 +89,10 @@ void companion_signature(const struct step_layout *layout, char *buffer, size_t 
 	const struct spank_request *r = &nopfs_request;
 
 	snprintf(buffer, size,
-	         "--dataset %s --seed %lld --epochs %u --start-epoch %u --step-tasks %s "
-	         "--step-distribution %s",
-	         r->dataset, (long long)r->seed, r->epochs, r->start_epoch, layout->tasks_per_node,
-	         layout->distribution);
+	         "--dataset %s --seed %lld --epochs %u --start-epoch %u --start-sample %u "
+	         "--step-tasks %s --step-distribution %s",
+	         r->dataset, (long long)r->seed, r->epochs, r->start_epoch, r->start_sample,
+	         layout->tasks_per_node, layout->distribution);
 }
 
 /*
@@ -196,7 +197,7 @@ int companion_plan(unsigned long long generation, const char *step_tasks, const 
 {
 	const struct spank_request *r = &nopfs_request;
 	const char forbidden[] = { '\n', NOPFS_PLAN_SEPARATOR, '\0' };
-	char seed[32], epochs[16], start_epoch[16];
+	char seed[32], epochs[16], start_epoch[16], start_sample[16];
 	/* options and values in the agent's spelling (build_command()); NULL: none */
 	const char *const arguments[][2] = {
 		{ "--dataset", r->dataset },
@@ -204,6 +205,7 @@ int companion_plan(unsigned long long generation, const char *step_tasks, const 
 		{ "--seed", seed },
 		{ "--epochs", epochs },
 		{ "--start-epoch", start_epoch },
+		{ "--start-sample", start_sample },
 		{ "--step-tasks", step_tasks },
 		{ "--step-distribution", distribution },
 		{ r->shuffle ? NULL : "--no-shuffle", NULL },
@@ -214,6 +216,7 @@ int companion_plan(unsigned long long generation, const char *step_tasks, const 
 	snprintf(seed, sizeof(seed), "%lld", (long long)r->seed);
 	snprintf(epochs, sizeof(epochs), "%u", r->epochs);
 	snprintf(start_epoch, sizeof(start_epoch), "%u", r->start_epoch);
+	snprintf(start_sample, sizeof(start_sample), "%u", r->start_sample);
 	used = (size_t)snprintf(out, size, "%llu", generation);
 	for (size_t i = 0; i < sizeof(arguments) / sizeof(arguments[0]); i++) {
 		for (int j = 0; j < 2 && arguments[i][j]; j++) {
@@ -262,6 +265,7 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	/* the agents wait for node 0's scan as long as the tasks wait for them */
 	snprintf(c->scan_timeout, sizeof(c->scan_timeout), "%u", nopfs_config.ready_timeout);
 	snprintf(c->start_epoch, sizeof(c->start_epoch), "%u", r->start_epoch);
+	snprintf(c->start_sample, sizeof(c->start_sample), "%u", r->start_sample);
 	snprintf(c->log, sizeof(c->log), "/tmp/nopfs-%u.%s/agent.log", job, c->token);
 	snprintf(c->summary, sizeof(c->summary), "/tmp/nopfs-%u.%s/%s", job, c->token,
 	         EPILOG_SUMMARY_NAME);
@@ -293,6 +297,7 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 	add_option(c, "--seed", c->seed);
 	add_option(c, "--epochs", c->epochs);
 	add_option(c, "--start-epoch", c->start_epoch);
+	add_option(c, "--start-sample", c->start_sample);
 	add_option(c, "--step-tasks", layout->tasks_per_node);
 	add_option(c, "--step-distribution", layout->distribution);
 	if (r->index[0])

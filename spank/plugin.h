@@ -60,7 +60,8 @@ struct spank_request {
 	char dataset[PATH_MAX];
 	uint64_t seed;
 	uint32_t epochs;
-	uint32_t start_epoch; /* a resumed job's first epoch */
+	uint32_t start_epoch;  /* a resumed job's first epoch */
+	uint32_t start_sample; /* and each rank's first index in it */
 	char index[PATH_MAX + 8];
 	char tiers[1024];
 	char report[PATH_MAX];

@@ -30,14 +30,16 @@ enum option_id {
 	OPT_VERBOSE,
 	OPT_PLAN,
 	OPT_START_EPOCH,
+	OPT_START_SAMPLE,
 	OPT_COUNT
 };
 
 static const char *const env_names[OPT_COUNT] = {
-	"SLURM_NOPFS_DATASET", "SLURM_NOPFS_SEED",    "SLURM_NOPFS_EPOCHS",
-	"SLURM_NOPFS_INDEX",   "SLURM_NOPFS_TIERS",   "SLURM_NOPFS_REPORT",
-	"SLURM_NOPFS_PRELOAD", "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
-	"SLURM_NOPFS_VERBOSE", "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
+	"SLURM_NOPFS_DATASET",      "SLURM_NOPFS_SEED",    "SLURM_NOPFS_EPOCHS",
+	"SLURM_NOPFS_INDEX",        "SLURM_NOPFS_TIERS",   "SLURM_NOPFS_REPORT",
+	"SLURM_NOPFS_PRELOAD",      "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
+	"SLURM_NOPFS_VERBOSE",      "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
+	"SLURM_NOPFS_START_SAMPLE",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -73,6 +75,10 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	{ "nopfs-start-epoch", "K",
 	  "nopfs: a resumed job: the script runs epochs K to E-1 of --nopfs-epochs=E (default 0)",
 	  1, OPT_START_EPOCH, option_cb },
+	{ "nopfs-start-sample", "P",
+	  "nopfs: a resume within epoch K: each rank's sampler starts at its P-th index "
+	  "(default 0)",
+	  1, OPT_START_SAMPLE, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -291,6 +297,16 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 			return -1;
 		}
 		r->start_epoch = (uint32_t)parsed;
+		break;
+	case OPT_START_SAMPLE:
+		if (nopfs_parse_uint(value, 0, UINT32_MAX - 1, &parsed) != NOPFS_OK) {
+			user_error("%s=%s: not a sample index; accepted: a whole number from 0 to "
+			           "4294967294 (the index in each rank's stream of epoch K where "
+			           "the script resumes)",
+			           what, value);
+			return -1;
+		}
+		r->start_sample = (uint32_t)parsed;
 		break;
 	case OPT_INDEX:
 		if (remote)

@@ -787,6 +787,8 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct sourc
 		struct stage_rank *r = &stage->ranks[i];
 
 		r->rank = job->local_ranks[i];
+		/* a resume within an epoch starts past the indices already read */
+		r->cursor = r->next = job->sampler.first_index;
 		r->end = (uint64_t)job->epochs * job->per_rank;
 		r->ring = calloc(stage->ring_size, sizeof(*r->ring));
 		if (!r->ring) {

@@ -43,6 +43,21 @@ def image_folder(root):
     return ImageFolder(root, loader=read_file, transform=features)
 
 
+class ResumedSampler(DistributedSampler):
+    """A DistributedSampler that can resume within an epoch: in the first
+    epoch it iterates it skips the first `skip` indices of its rank (those
+    read before the checkpoint), as torchdata's StatefulDataLoader does."""
+
+    def __init__(self, *args, skip=0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.skip = skip
+
+    def __iter__(self):
+        indices = list(super().__iter__())
+        skip, self.skip = self.skip, 0
+        return iter(indices[skip:])
+
+
 class Indexed(torch.utils.data.Dataset):
     """Adds the sample's index (for --digests)."""
 
@@ -68,10 +83,15 @@ def parse_args():
                         help="how DataLoader workers start")
     parser.add_argument("--digests", help="per-sample SHA-256 output; %%r is the rank")
     parser.add_argument("--checkpoint", help="saved after each epoch (rank 0); with --resume, "
-                        "training goes on from the epoch after the saved one")
+                        "training goes on from where it was saved")
+    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="N",
+                        help="also save every N batches within an epoch")
     parser.add_argument("--resume", action="store_true")
     parser.add_argument("--stop-after", type=int,
                         help="end after this many epochs, as a job at its time limit would")
+    parser.add_argument("--stop-after-batches", type=int,
+                        help="end after this many batches, within an epoch, saving a "
+                        "checkpoint there")
     return parser.parse_args()
 
 
@@ -86,28 +106,41 @@ def main(make_dataset=image_folder):
 
     dataset = Indexed(make_dataset(args.data))
     classes = max(dataset.dataset.targets) + 1
-    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, seed=args.seed)
-    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
-                        num_workers=args.workers, persistent_workers=args.workers > 0,
-                        multiprocessing_context=args.start_method if args.workers else None)
     model = DistributedDataParallel(torch.nn.Linear(256, classes).to(device))
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     loss_fn = torch.nn.CrossEntropyLoss()
     digests = open(args.digests.replace("%r", str(rank)), "w") if args.digests else None
 
-    first = 0
+    # A checkpoint says the last whole epoch and, when it was saved within
+    # the next one, the samples each rank had read of it.
+    first, skip = 0, 0
     if args.resume and args.checkpoint and os.path.exists(args.checkpoint):
         saved = torch.load(args.checkpoint)
         model.module.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
-        first = saved["epoch"] + 1
+        first, skip = saved["epoch"] + 1, saved.get("samples", 0)
         if rank == 0:
-            print(f"resumed after epoch {saved['epoch']}", flush=True)
+            within = f", and {skip} samples per rank of epoch {first}" if skip else ""
+            print(f"resumed after epoch {saved['epoch']}{within}", flush=True)
+    sampler = ResumedSampler(dataset, num_replicas=world, rank=rank, seed=args.seed, skip=skip)
+    loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
+                        num_workers=args.workers, persistent_workers=args.workers > 0,
+                        multiprocessing_context=args.start_method if args.workers else None)
+
+    def save(epoch, samples):
+        """rank 0: the model after @epoch and @samples per rank of the next"""
+        if rank == 0 and args.checkpoint:
+            torch.save({"epoch": epoch, "samples": samples, "model": model.module.state_dict(),
+                        "optimizer": optimizer.state_dict()}, args.checkpoint + ".new")
+            os.replace(args.checkpoint + ".new", args.checkpoint)
+
     last = args.epochs if args.stop_after is None else min(args.epochs, first + args.stop_after)
+    done_batches = 0
     start = time.time()
     for epoch in range(first, last):
         sampler.set_epoch(epoch)
         total, batches = 0.0, 0
+        read = skip if epoch == first else 0
         for histograms, labels, indices, sums in loader:
             optimizer.zero_grad()
             loss = loss_fn(model(histograms.to(device)), labels.to(device))
@@ -115,15 +148,29 @@ def main(make_dataset=image_folder):
             optimizer.step()
             total += loss.item()
             batches += 1
+            done_batches += 1
+            read += len(labels)
             if digests:
                 for index, label, digest in zip(indices.tolist(), labels.tolist(), sums):
                     digests.write(f"{epoch} {index} {label} {digest}\n")
+            if read < sampler.num_samples and (
+                    (args.checkpoint_every and batches % args.checkpoint_every == 0) or
+                    done_batches == args.stop_after_batches):
+                save(epoch - 1, read)
+            if done_batches == args.stop_after_batches:
+                break
+        stopped = done_batches == args.stop_after_batches
+        if stopped and read < sampler.num_samples:
+            if rank == 0:
+                print(f"stopped within epoch {epoch}: {read} samples per rank read", flush=True)
+            last = epoch + 1
+            break
         if rank == 0:
             print(f"epoch {epoch}: mean loss {total / max(1, batches):.4f}", flush=True)
-            if args.checkpoint:
-                torch.save({"epoch": epoch, "model": model.module.state_dict(),
-                            "optimizer": optimizer.state_dict()}, args.checkpoint + ".new")
-                os.replace(args.checkpoint + ".new", args.checkpoint)
+        save(epoch, 0)
+        if stopped:
+            last = epoch + 1
+            break
     if digests:
         digests.close()
     print(f"rank {rank}/{world}: epochs {first} to {last - 1} in {time.time() - start:.2f} s",

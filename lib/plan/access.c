@@ -47,7 +47,8 @@ static void build_epoch(struct build_job *job, uint32_t *perm, uint32_t epoch)
 	struct nopfs_access_extra *extra = table->extras + (uint64_t)epoch * job->extras_per_epoch;
 
 	nopfs_sampler_permutation(sampler, epoch, perm);
-	for (uint64_t p = 0; p < regular; p++) {
+	/* a multiple of W: rank 0's position, like position 0 */
+	for (uint64_t p = nopfs_sampler_first_position(sampler, epoch); p < regular; p++) {
 		if (p + SCATTER_AHEAD < regular)
 			prefetch_entry(table,
 			               (uint64_t)perm[p + SCATTER_AHEAD] * table->epochs + epoch);
@@ -55,6 +56,7 @@ static void build_epoch(struct build_job *job, uint32_t *perm, uint32_t epoch)
 		if (++rank == world)
 			rank = 0;
 	}
+	/* padding is at each rank's last index, never before first_index */
 	for (uint64_t p = samples; p < total; p++) {
 		extra->sample = nopfs_sampler_at(sampler, perm, p);
 		extra->node = node_of_rank[p % world];

@@ -31,6 +31,14 @@ nopfs_status nopfs_sampler_validate(const struct nopfs_sampler *sampler)
 		            sampler->count, sampler->world_size);
 		return NOPFS_ERR_EMPTY;
 	}
+	if (sampler->first_index > 0 && sampler->first_index >= nopfs_sampler_per_rank(sampler)) {
+		nopfs_error("start sample %" PRIu64 " is not below the %" PRIu64
+		            " samples each of the %" PRIu32 " ranks reads per epoch of %" PRIu64
+		            " samples",
+		            sampler->first_index, nopfs_sampler_per_rank(sampler),
+		            sampler->world_size, sampler->count);
+		return NOPFS_ERR_RANGE;
+	}
 	return NOPFS_OK;
 }
 

@@ -30,6 +30,12 @@ struct nopfs_sampler {
 	 * set_epoch()); epoch e here is the script's first_epoch + e.
 	 */
 	uint32_t first_epoch;
+	/*
+	 * A resume within an epoch: each rank's first index in its stream of
+	 * epoch 0 here (it skips the indices before it, as a restored
+	 * StatefulDataLoader does); later epochs are whole. Below per_rank.
+	 */
+	uint64_t first_index;
 };
 
 /* Check the fields (count, world size); logs the culprit on error. */
@@ -70,6 +76,16 @@ static inline uint32_t nopfs_sampler_at(const struct nopfs_sampler *sampler, con
                                         uint64_t position)
 {
 	return perm[position < sampler->count ? position : position % sampler->count];
+}
+
+/*
+ * The first stream position read in @epoch: first_index x W in epoch 0 (the
+ * positions before it belong to the part of the epoch already done), else 0.
+ */
+static inline uint64_t nopfs_sampler_first_position(const struct nopfs_sampler *sampler,
+                                                    uint64_t epoch)
+{
+	return epoch == 0 ? sampler->first_index * sampler->world_size : 0;
 }
 
 /*

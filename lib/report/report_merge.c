@@ -27,7 +27,8 @@ struct node_figures {
 	const char *job_id;
 	const char *dataset;
 	uint64_t samples, epochs, world_size, dataset_bytes;
-	uint64_t start_epoch; /* a resumed job's first epoch; 0 in older reports */
+	uint64_t start_epoch;  /* a resumed job's first epoch; 0 in older reports */
+	uint64_t start_sample; /* and each rank's first index in it; 0 in older reports */
 	uint64_t pfs_bytes, probe_bytes;
 	struct count delivered[WAYS][REPORT_SOURCES];
 	uint64_t stall_requests;
@@ -183,6 +184,7 @@ static bool read_node(json_t *report, size_t input, const char *name, struct nod
 	report_uint(&keys, "job.samples", &f->samples);
 	report_uint(&keys, "job.epochs", &f->epochs);
 	report_optional_uint(&keys, "job.start_epoch", &f->start_epoch);
+	report_optional_uint(&keys, "job.start_sample", &f->start_sample);
 	report_uint(&keys, "job.world_size", &f->world_size);
 	report_uint(&keys, "pfs.dataset_bytes", &f->dataset_bytes);
 	report_uint(&keys, "pfs.bytes", &f->pfs_bytes);
@@ -687,9 +689,12 @@ static json_t *build(const struct node_figures *f, size_t count, uint32_t expect
 	                   f[0].dataset, "dataset_bytes", (json_int_t)f[0].dataset_bytes, "samples",
 	                   (json_int_t)f[0].samples, "epochs", (json_int_t)f[0].epochs,
 	                   "world_size", (json_int_t)f[0].world_size);
-	if (merged)
+	if (merged) {
 		json_object_set_new(merged, "start_epoch",
 		                    json_integer((json_int_t)f[0].start_epoch));
+		json_object_set_new(merged, "start_sample",
+		                    json_integer((json_int_t)f[0].start_sample));
+	}
 	if (!merged || !problems || !fallbacks) {
 		json_decref(problems);
 		json_decref(fallbacks);

@@ -22,7 +22,7 @@ static const char *const source_labels[REPORT_SOURCES] = {
 /* The figures the summary prints, read from a merged report. */
 struct summary {
 	const char *job_id;
-	uint64_t samples, dataset_bytes, epochs, nodes_expected, start_epoch;
+	uint64_t samples, dataset_bytes, epochs, nodes_expected, start_epoch, start_sample;
 	const json_t *reported, *problems;
 	uint64_t pfs_bytes, probe_bytes;
 	double vs_dataset, vs_naive;
@@ -51,6 +51,7 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 	report_uint(&keys, "dataset_bytes", &s->dataset_bytes);
 	report_uint(&keys, "epochs", &s->epochs);
 	report_optional_uint(&keys, "start_epoch", &s->start_epoch);
+	report_optional_uint(&keys, "start_sample", &s->start_sample);
 	report_uint(&keys, "nodes_expected", &s->nodes_expected);
 	report_array(&keys, "nodes_reported", &s->reported);
 	report_uint(&keys, "pfs_bytes", &s->pfs_bytes);
@@ -219,7 +220,12 @@ nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 		fprintf(out, " (%zu reported)", reported);
 	fprintf(out, ": %" PRIu64 " samples, %s, %" PRIu64 " epochs", s.samples,
 	        format_bytes(s.dataset_bytes, size, sizeof(size)), s.epochs);
-	if (s.start_epoch) /* a resumed job */
+	if (s.start_sample) /* resumed within an epoch */
+		fprintf(out,
+		        " (the script's %" PRIu64 " from sample %" PRIu64 " per rank to %" PRIu64
+		        ")",
+		        s.start_epoch, s.start_sample, s.start_epoch + s.epochs - 1);
+	else if (s.start_epoch) /* a resumed job */
 		fprintf(out, " (the script's %" PRIu64 " to %" PRIu64 ")", s.start_epoch,
 		        s.start_epoch + s.epochs - 1);
 	fputc('\n', out);

@@ -87,11 +87,22 @@ START_TEST(step_start_epoch)
 	                 NOPFS_OK);
 	ck_assert_uint_eq(next.epochs, 90);
 	ck_assert_uint_eq(next.sampler.first_epoch, 60);
+	ck_assert_uint_eq(next.sampler.first_index, 0);
+	agent_options_fini(&next);
+	/* a resume within epoch 60 */
+	ck_assert_int_eq(step(&base,
+	                      "--dataset\n/data/b\n--epochs\n90\n--start-epoch\n60\n"
+	                      "--start-sample\n512\n--world-size\n2\n--ranks\n1\n",
+	                      &next),
+	                 NOPFS_OK);
+	ck_assert_uint_eq(next.sampler.first_epoch, 60);
+	ck_assert_uint_eq(next.sampler.first_index, 512);
 	agent_options_fini(&next);
 	/* not given in a later step: from the start again */
 	ck_assert_int_eq(step(&base, "--dataset\n/data/b\n--world-size\n2\n--ranks\n1\n", &next),
 	                 NOPFS_OK);
 	ck_assert_uint_eq(next.sampler.first_epoch, 0);
+	ck_assert_uint_eq(next.sampler.first_index, 0);
 	agent_options_fini(&next);
 	agent_options_fini(&base);
 }

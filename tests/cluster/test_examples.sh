@@ -82,9 +82,11 @@ else
 	fail=1
 fi
 
-# 3. A chain of two jobs: the first stops after epoch 0 (as at a time
-# limit), the second goes on from its checkpoint with --nopfs-start-epoch=1:
-# its agents plan epochs 1 and 2 only, and every request follows that plan.
+# 3. A chain of three jobs: the first stops after epoch 0 (as at a time
+# limit), the second goes on from its checkpoint with --nopfs-start-epoch=1
+# and stops within epoch 1 after 3 batches (96 samples per rank), the third
+# goes on from there with --nopfs-start-sample=96. The second and third
+# plan only what they read: every request follows the plan.
 chain_job() { # NAME [VAR=VALUE...]: resumed.sbatch with these settings
 	local name=$1
 	shift
@@ -93,24 +95,42 @@ chain_job() { # NAME [VAR=VALUE...]: resumed.sbatch with these settings
 		sbatch --wait -o "$WORK/$name.out" --export=ALL resumed.sbatch >/dev/null 2>&1) || true
 	cat "$WORK/$name.out" 2>/dev/null || true
 }
-chain_job chain-1 STOP_AFTER=1
-chain_job chain-2
-if grep -q "^epoch 0: mean loss" "$WORK/chain-1.out" && ! grep -q "^epoch 1" "$WORK/chain-1.out" &&
-	grep -q "^resumed after epoch 0" "$WORK/chain-2.out" && grep -q "^epoch 2: mean loss" "$WORK/chain-2.out" &&
-	wait_report "$WORK/chain-1.json" && wait_report "$WORK/chain-2.json" &&
-	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
-		--outs "$WORK/chain-2-*.txt" --samples 600 --report "$WORK/chain-2.json" &&
-	"$PYTHON" - "$WORK/chain-2.json" <<'PY'; then
+chain_followed() { # NAME START_EPOCH START_SAMPLE EPOCHS: the job's report says so, 0 off the plan
+	"$PYTHON" - "$WORK/$1.json" "$2" "$3" "$4" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
-assert report["start_epoch"] == 1 and report["epochs"] == 2, (report["start_epoch"], report["epochs"])
+start_epoch, start_sample, epochs = map(int, sys.argv[2:])
+assert (report["start_epoch"], report["epochs"]) == (start_epoch, epochs), \
+    (report["start_epoch"], report["epochs"])
+assert all(n["job"]["start_sample"] == start_sample for n in report["per_node"]), \
+    [n["job"]["start_sample"] for n in report["per_node"]]
 mismatched = sum(n["stream"]["mismatched_requests"] for n in report["per_node"])
 skipped = sum(n["stream"].get("skipped_positions", 0) for n in report["per_node"])
 assert mismatched == 0 and skipped < 20, (mismatched, skipped)
-print(f"ok - resumed.sbatch: the second job of a chain planned the script's epochs 1 and 2: "
+print(f"ok - resumed.sbatch: {sys.argv[1].split('/')[-1]} planned the script's epochs "
+      f"{start_epoch} (from sample {start_sample} per rank) to {start_epoch + epochs - 1}: "
       f"0 requests off the plan, {skipped} positions skipped; PFS {report['vs_dataset']:.2f} x S")
 PY
-	echo "ok - resumed.sbatch: a chain of two jobs (epoch 0, then 1 and 2 from the checkpoint)"
+}
+chain_job chain-1 STOP_AFTER=1
+chain_job chain-2 STOP_AFTER_BATCHES=3
+chain_job chain-3
+# 300 samples on 3 ranks: 100 per rank and epoch; chain-3 reads 100 - 96 of
+# epoch 1 and 100 of epoch 2. chain-2's DataLoader workers read ahead of the batch it stops at:
+# the agents delivered more than it used, so only its bytes are checked.
+if grep -q "^epoch 0: mean loss" "$WORK/chain-1.out" && ! grep -q "^epoch 1" "$WORK/chain-1.out" &&
+	grep -q "^resumed after epoch 0$" "$WORK/chain-2.out" &&
+	grep -q "^stopped within epoch 1: 96 samples per rank read" "$WORK/chain-2.out" &&
+	grep -q "^resumed after epoch 0, and 96 samples per rank of epoch 1" "$WORK/chain-3.out" &&
+	grep -q "^epoch 2: mean loss" "$WORK/chain-3.out" &&
+	wait_report "$WORK/chain-1.json" && wait_report "$WORK/chain-2.json" &&
+	wait_report "$WORK/chain-3.json" &&
+	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
+		--outs "$WORK/chain-2-*.txt" --samples 288 &&
+	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
+		--outs "$WORK/chain-3-*.txt" --samples 312 --report "$WORK/chain-3.json" &&
+	chain_followed chain-2 1 0 2 && chain_followed chain-3 1 96 2; then
+	echo "ok - resumed.sbatch: a chain of three jobs (epoch 0; 3 batches of epoch 1; the rest from there)"
 else
 	echo "not ok - resumed.sbatch"
 	fail=1

@@ -68,6 +68,12 @@ expect_fail "not a seed" srun -N1 "$D" --nopfs-seed=+5 true
 expect_fail "SLURM_NOPFS_SEED=abc: not a seed" env SLURM_NOPFS_SEED=abc srun -N1 "$D" true
 expect_fail "not an epoch count" srun -N1 "$D" --nopfs-epochs=1000001 true
 expect_fail "not an epoch count" srun -N1 "$D" --nopfs-epochs=2.5 true
+expect_fail "not an epoch; accepted" srun -N1 "$D" --nopfs-start-epoch=x true
+expect_fail "start-epoch=3 is not below --nopfs-epochs=3" srun -N1 "$D" --nopfs-epochs=3 \
+	--nopfs-start-epoch=3 true
+expect_fail "start-sample=-1: not a sample index" srun -N1 "$D" --nopfs-start-sample=-1 true
+expect_fail "SLURM_NOPFS_START_SAMPLE=1e3: not a sample index" \
+	env SLURM_NOPFS_START_SAMPLE=1e3 srun -N1 "$D" true
 expect_fail "accepted: imagefolder or list:FILE" srun -N1 "$D" --nopfs-index=bogus true
 expect_fail "accepted: imagefolder or list:FILE" srun -N1 "$D" --nopfs-index=list: true
 expect_fail "no path given" srun -N1 "$D" --nopfs-report= true

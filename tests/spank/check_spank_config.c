@@ -176,14 +176,17 @@ START_TEST(plan_value)
 	        (struct spank_request){ .active = true, .seed = 7, .epochs = 3, .shuffle = true };
 	strcpy(nopfs_request.dataset, "/data/set");
 	ck_assert_str_eq(plan(5, "2,0,2"), "5|--dataset|/data/set|--index|imagefolder|--seed|7|"
-	                                   "--epochs|3|--start-epoch|0|--step-tasks|2,0,2|"
+	                                   "--epochs|3|--start-epoch|0|--start-sample|0|"
+	                                   "--step-tasks|2,0,2|"
 	                                   "--step-distribution|cyclic");
 	nopfs_request.shuffle = false;
 	nopfs_request.drop_last = true;
-	nopfs_request.start_epoch = 2; /* a resumed job */
+	nopfs_request.start_epoch = 2;    /* a resumed job */
+	nopfs_request.start_sample = 300; /* within its epoch 2 */
 	strcpy(nopfs_request.index, "list:/data/files.txt");
 	ck_assert_str_eq(plan(1, "1"), "1|--dataset|/data/set|--index|list:/data/files.txt|"
-	                               "--seed|7|--epochs|3|--start-epoch|2|--step-tasks|1|"
+	                               "--seed|7|--epochs|3|--start-epoch|2|--start-sample|300|"
+	                               "--step-tasks|1|"
 	                               "--step-distribution|cyclic|--no-shuffle|--drop-last");
 	/* one argument a line in the step file: a line break cannot be carried */
 	strcpy(nopfs_request.dataset, "/data/two\nlines");

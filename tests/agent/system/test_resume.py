@@ -1,10 +1,17 @@
-"""A resumed job: the script runs epochs 2 to 4 of 5 (its checkpoint was taken
-after epoch 1). With --start-epoch 2 the agent plans exactly those epochs:
-every request follows the plan (no mismatched request, no position of the
-streams skipped), the report counts 3 epochs, and every sample's bytes are
-right. Without it the agent plans epochs 0 to 4: the ranks' requests are
-found only past the two epochs the script does not run (about 1,200
-positions of the streams skipped: what was staged for them, wasted)."""
+"""Resumed jobs. The script runs epochs 2 to 4 of 5 (its checkpoint was
+taken after epoch 1). With --start-epoch 2 the agent plans exactly those
+epochs: every request follows the plan (no mismatched request, no position
+of the streams skipped), the report counts 3 epochs, and every sample's
+bytes are right. Without it the agent plans epochs 0 to 4: the ranks'
+requests are found only past the two epochs the script does not run (about
+1,200 positions of the streams skipped: what was staged for them, wasted).
+
+A resume within epoch 2 (each rank's sampler skips the 120 indices it had
+read, as a restored StatefulDataLoader does): with --start-sample 120 the
+plan starts there (nothing skipped); without it each rank's first 120
+positions are staged for nothing and skipped. The chain's next job may run
+on another layout: resumed with 3 ranks instead of 2, the plan is the new
+layout's."""
 import os
 import sys
 
@@ -14,33 +21,68 @@ import harness  # noqa: E402
 harness.require_torch()
 ws = harness.Workspace(samples=600, classes=6)
 agent = None
+
+
+def run(name, extra, world_size=2, start_sample=0):
+    """One resumed job; returns (samples checked, report)."""
+    global agent
+    ranks = list(range(world_size))
+    agent = harness.Agent(ws, f"resume-{name}", seed=11, epochs=5, world_size=world_size,
+                          ranks=ranks, tiers=[f"ram:{ws.dataset_bytes}"], extra=extra)
+    runs = [harness.train(agent, ws, rank, world_size, seed=11, epochs=5, start_epoch=2,
+                          start_sample=start_sample) for rank in ranks]
+    harness.wait_all([p for p, _ in runs])
+    per_rank = -(-600 // world_size)
+    checked = harness.verify(ws, [out for _, out in runs],
+                             (per_rank * 3 - start_sample) * world_size)
+    assert agent.stop() == 0
+    report = agent.read_report()
+    agent = None
+    return checked, report
+
+
 try:
-    for flag in (True, False):
-        extra = ["--start-epoch", "2"] if flag else []
-        agent = harness.Agent(ws, f"resume-{flag}", seed=11, epochs=5, world_size=2,
-                              ranks=[0, 1], tiers=[f"ram:{ws.dataset_bytes}"], extra=extra)
-        ranks = [harness.train(agent, ws, rank, 2, seed=11, epochs=5, start_epoch=2)
-                 for rank in (0, 1)]
-        harness.wait_all([p for p, _ in ranks])
-        checked = harness.verify(ws, [out for _, out in ranks], 600 * 3)
-        assert agent.stop() == 0
-        report = agent.read_report()
-        stream = report["stream"]
-        agent = None
-        if flag:
-            assert report["job"]["epochs"] == 3 and report["job"]["start_epoch"] == 2, \
-                report["job"]
-            assert stream["mismatched_requests"] == 0, stream
-            assert stream["skipped_positions"] < 20, stream
-            assert harness.delivered(report) == checked
-            print(f"--start-epoch 2: {checked} samples correct, 3 epochs planned, "
-                  f"0 mismatched requests, {stream['matched_deliveries']} matched, "
-                  f"{stream['skipped_positions']} positions skipped")
-        else:
-            assert report["job"]["start_epoch"] == 0, report["job"]
-            assert stream["skipped_positions"] >= 1000, stream
-            print(f"without it: {checked} samples correct, "
-                  f"{stream['skipped_positions']} positions skipped")
+    checked, report = run("epoch", ["--start-epoch", "2"])
+    stream = report["stream"]
+    assert report["job"]["epochs"] == 3 and report["job"]["start_epoch"] == 2, report["job"]
+    assert stream["mismatched_requests"] == 0, stream
+    assert stream["skipped_positions"] < 20, stream
+    assert harness.delivered(report) == checked
+    print(f"--start-epoch 2: {checked} samples correct, 3 epochs planned, "
+          f"0 mismatched requests, {stream['matched_deliveries']} matched, "
+          f"{stream['skipped_positions']} positions skipped")
+
+    checked, report = run("none", [])
+    stream = report["stream"]
+    assert report["job"]["start_epoch"] == 0, report["job"]
+    assert stream["skipped_positions"] >= 1000, stream
+    print(f"without it: {checked} samples correct, "
+          f"{stream['skipped_positions']} positions skipped")
+
+    checked, report = run("sample", ["--start-epoch", "2", "--start-sample", "120"],
+                          start_sample=120)
+    stream = report["stream"]
+    assert report["job"]["start_sample"] == 120, report["job"]
+    assert stream["mismatched_requests"] == 0, stream
+    assert stream["skipped_positions"] < 20, stream
+    assert harness.delivered(report) == checked
+    print(f"--start-epoch 2 --start-sample 120: {checked} samples correct, "
+          f"0 mismatched requests, {stream['skipped_positions']} positions skipped")
+
+    checked, report = run("sample-unsaid", ["--start-epoch", "2"], start_sample=120)
+    stream = report["stream"]
+    assert stream["skipped_positions"] >= 2 * 120 - 20, stream
+    print(f"resumed at index 120 without --start-sample: {checked} samples correct, "
+          f"{stream['skipped_positions']} positions skipped")
+
+    checked, report = run("layout", ["--start-epoch", "2", "--start-sample", "50"],
+                          world_size=3, start_sample=50)
+    stream = report["stream"]
+    assert report["job"]["world_size"] == 3, report["job"]
+    assert stream["mismatched_requests"] == 0, stream
+    assert stream["skipped_positions"] < 30, stream
+    print(f"resumed on 3 ranks (the chain's earlier job had 2): {checked} samples correct, "
+          f"0 mismatched requests, {stream['skipped_positions']} positions skipped")
 finally:
     if agent:
         agent.kill()

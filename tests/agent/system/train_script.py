@@ -45,6 +45,21 @@ class Digest:
         return hashlib.sha256(data).hexdigest()
 
 
+class ResumedSampler(DistributedSampler):
+    """A DistributedSampler restored within an epoch, as a checkpointed
+    sampler (torchdata's StatefulDataLoader) is: in the first epoch it
+    iterates it skips the indices its rank had already read."""
+
+    def __init__(self, *args, skip=0, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.skip = skip
+
+    def __iter__(self):
+        indices = list(super().__iter__())
+        skip, self.skip = self.skip, 0
+        return iter(indices[skip:])
+
+
 class Indexed(torch.utils.data.Dataset):
     def __init__(self, dataset):
         self.dataset = dataset
@@ -68,6 +83,8 @@ def main():
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--start-epoch", type=int, default=0,
                         help="a resumed job: run epochs START to EPOCHS-1")
+    parser.add_argument("--start-sample", type=int, default=0,
+                        help="and resume epoch START after each rank's first N indices")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--sleep", type=float, default=0.0, help="compute per batch (s)")
@@ -79,8 +96,8 @@ def main():
     read = read_or_error if args.errors else read_bytes
     dataset = Indexed(ImageFolder(args.data, loader=read, transform=Digest(),
                                   is_valid_file=lambda p: p.endswith(".JPEG")))
-    sampler = DistributedSampler(dataset, num_replicas=args.world_size, rank=args.rank,
-                                 seed=args.seed, shuffle=True)
+    sampler = ResumedSampler(dataset, num_replicas=args.world_size, rank=args.rank,
+                             seed=args.seed, shuffle=True, skip=args.start_sample)
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, prefetch_factor=2 if args.workers else None)
     out_path = args.out.replace("%r", str(args.rank))

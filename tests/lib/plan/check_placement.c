@@ -166,6 +166,72 @@ START_TEST(full_coverage_when_room_suffices)
 }
 END_TEST
 
+/*
+ * A resume within an epoch: in epoch 0 the positions before first_index x W
+ * are not read (NO_NODE), every other entry is the whole sampler's; a
+ * one-epoch job keeps no sample that only those positions read (padding at
+ * the epoch's end reads a few of them again).
+ */
+START_TEST(resume_within_an_epoch_skips_the_read_head)
+{
+	for (uint32_t seed = 300; seed < 310; seed++) {
+		struct job job;
+		struct nopfs_sampler resumed;
+		struct nopfs_access_table *whole, *part;
+		struct nopfs_placement *p;
+		uint32_t *perm;
+		uint64_t head;
+
+		job_random(&job, seed, 1.02);
+		resumed = job.input.sampler;
+		resumed.first_index = nopfs_sampler_per_rank(&resumed) / 2;
+		head = resumed.first_index * resumed.world_size;
+		ck_assert_uint_eq(nopfs_sampler_first_position(&resumed, 0), head);
+		ck_assert_uint_eq(nopfs_sampler_first_position(&resumed, 1), 0);
+		ck_assert_int_eq(nopfs_access_table_build(&job.input.sampler, job.input.epochs,
+		                                          job.layout, 2, &whole),
+		                 NOPFS_OK);
+		ck_assert_int_eq(
+		        nopfs_access_table_build(&resumed, job.input.epochs, job.layout, 3, &part),
+		        NOPFS_OK);
+		perm = malloc(resumed.count * sizeof(*perm));
+		nopfs_sampler_permutation(&resumed, 0, perm);
+		for (uint64_t pos = 0; pos < resumed.count; pos++) {
+			uint32_t k = perm[pos], expect = nopfs_access_node(whole, k, 0);
+
+			if (pos < head)
+				expect = NOPFS_NO_NODE;
+			ck_assert_uint_eq(nopfs_access_node(part, k, 0), expect);
+			for (uint32_t e = 1; e < job.input.epochs; e++)
+				ck_assert_uint_eq(nopfs_access_node(part, k, e),
+				                  nopfs_access_node(whole, k, e));
+		}
+		ck_assert_uint_eq(part->extra_count, whole->extra_count);
+		nopfs_access_table_destroy(whole);
+		nopfs_access_table_destroy(part);
+
+		job.input.sampler = resumed;
+		job.input.epochs = 1;
+		ck_assert_int_eq(nopfs_placement_compute(&job.input, NOPFS_ALL_NODES, &p),
+		                 NOPFS_OK);
+		/* padding re-reads the epoch's head at its end: those are still read */
+		for (uint64_t pos = 0; pos < head && pos < resumed.count; pos++)
+			ck_assert_msg(pos + resumed.count < nopfs_sampler_total_size(&resumed) ||
+			                      !nopfs_placement_locate(p, perm[pos], NULL, NULL),
+			              "seed %u: sample %u of the part already read is kept", seed,
+			              perm[pos]);
+		for (uint64_t pos = head;
+		     pos < resumed.count && pos < nopfs_sampler_total_size(&resumed); pos++)
+			ck_assert_msg(nopfs_placement_locate(p, perm[pos], NULL, NULL),
+			              "seed %u: sample %u still to read is not kept", seed,
+			              perm[pos]);
+		nopfs_placement_destroy(p);
+		free(perm);
+		job_free(&job);
+	}
+}
+END_TEST
+
 START_TEST(identical_across_scopes_and_threads)
 {
 	for (uint32_t seed = 200; seed < 215; seed++) {
@@ -423,6 +489,7 @@ int main(void)
 
 	tcase_add_test(tc, random_jobs_respect_capacity);
 	tcase_add_test(tc, full_coverage_when_room_suffices);
+	tcase_add_test(tc, resume_within_an_epoch_skips_the_read_head);
 	tcase_add_test(tc, identical_across_scopes_and_threads);
 	tcase_add_test(tc, owner_is_the_most_frequent_reader);
 	tcase_add_test(tc, hand_checked_small_job);

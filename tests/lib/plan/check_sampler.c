@@ -136,6 +136,12 @@ START_TEST(invalid_samplers_are_rejected)
 	s.drop_last = true;
 	ck_assert_int_eq(nopfs_sampler_validate(&s), NOPFS_ERR_EMPTY);
 	ck_assert(log_captured("drop_last"));
+	/* a resume within an epoch starts before each rank's last index */
+	s = (struct nopfs_sampler){ .count = 10, .world_size = 3, .first_index = 3 };
+	ck_assert_int_eq(nopfs_sampler_validate(&s), NOPFS_OK); /* 4 per rank: 0..3 */
+	s.first_index = 4;
+	ck_assert_int_eq(nopfs_sampler_validate(&s), NOPFS_ERR_RANGE);
+	ck_assert(log_captured("start sample 4 is not below the 4 samples each of the 3 ranks"));
 	nopfs_log_set_sink(NULL, NULL, NOPFS_LOG_INFO);
 }
 END_TEST

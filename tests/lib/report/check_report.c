@@ -121,6 +121,36 @@ static char *summary_of(const json_t *merged)
 	return text;
 }
 
+/* A job resumed within epoch 4 of the script: the summary says where it started. */
+START_TEST(resumed_within_an_epoch)
+{
+	json_t *nodes[2] = {
+		node_report(0, "13", 50000, 4000, 100, 10, 0.012),
+		node_report(1, "13", 40000, 3000, 200, 20, 0.005),
+	};
+	json_t *merged;
+	char *summary;
+
+	for (int i = 0; i < 2; i++) {
+		json_t *job = json_object_get(nodes[i], "job");
+
+		json_object_set_new(job, "start_epoch", json_integer(4));
+		json_object_set_new(job, "start_sample", json_integer(96));
+	}
+	merged = merge(nodes, 2, 2);
+	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
+	ck_assert_int_eq(integer_at(merged, "start_epoch", NULL), 4);
+	ck_assert_int_eq(integer_at(merged, "start_sample", NULL), 96);
+	summary = summary_of(merged);
+	ck_assert_msg(strstr(summary, "3 epochs (the script's 4 from sample 96 per rank to 6)\n"),
+	              "%s", summary);
+	free(summary);
+	json_decref(merged);
+	for (int i = 0; i < 2; i++)
+		json_decref(nodes[i]);
+}
+END_TEST
+
 START_TEST(merge_three_nodes)
 {
 	/* Given out of order: the merge sorts by node. */
@@ -497,6 +527,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, merge_three_nodes);
+	tcase_add_test(tc, resumed_within_an_epoch);
 	tcase_add_test(tc, missing_node);
 	tcase_add_test(tc, missing_key);
 	tcase_add_test(tc, disagreeing_reports);
