@@ -11,4 +11,6 @@ nopfs_agent_SOURCES += \
 	agent/stage/stage_ring.c \
 	agent/stage/stage_ring.h \
 	agent/stage/stream_diag.c \
-	agent/stage/stream_diag.h
+	agent/stage/stream_diag.h \
+	agent/stage/stream_sync.c \
+	agent/stage/stream_sync.h

@@ -254,7 +254,8 @@ static void complete(struct stage *stage, struct stage_rank *r, uint64_t positio
 		              " (sample %" PRIu32 ", state %d) was still pending: resynchronizing",
 		              r->rank, position, r->cursor, stuck->sample, stuck->state);
 		atomic_fetch_add(&stage->stats->stream_resyncs, 1);
-		advance(stage, r, position);
+		/* half a ring behind it: other workers' batches may still come */
+		advance(stage, r, position - stage->ring_size / 2);
 	}
 	slot = slot_of(stage, r, position);
 	if (slot->position == position && slot->state == SLOT_STAGING)
@@ -262,6 +263,7 @@ static void complete(struct stage *stage, struct stage_rank *r, uint64_t positio
 	else
 		slot->state = SLOT_DONE;
 	slot->position = position;
+	r->last = position;
 	atomic_fetch_add(&stage->stats->stream_matched, 1);
 	advance(stage, r, 0);
 }
@@ -399,6 +401,127 @@ static int64_t reserve_ring(struct stage *stage, struct stage_rank *r, nopfs_sam
 	return -1;
 }
 
+static struct stage_rank *local_rank(struct stage *stage, int32_t rank)
+{
+	for (uint32_t i = 0; rank >= 0 && i < stage->rank_count; i++)
+		if (stage->ranks[i].rank == (uint32_t)rank)
+			return &stage->ranks[i];
+	return NULL;
+}
+
+/*
+ * Self-synchronisation: a rank's requests off the plan (stage_request():
+ * none of its positions from its cursor to the end of its ring holds the
+ * sample) are kept; after miss_threshold of them a stager looks the last
+ * ones up in every epoch of the rank's stream (stream_sync_search(),
+ * without the lock) and, when one place clearly fits, moves the rank's
+ * window there. A search that finds no clear place doubles the threshold.
+ */
+
+/* A request of @r that no position near its cursor explains. */
+static void note_miss(struct stage *stage, struct stage_rank *r, nopfs_sample_id sample)
+{
+	if (r->miss_count < STREAM_SYNC_MISSES)
+		r->misses[r->miss_count] = sample;
+	else {
+		memmove(r->misses, r->misses + 1, (STREAM_SYNC_MISSES - 1) * sizeof(*r->misses));
+		r->misses[STREAM_SYNC_MISSES - 1] = sample;
+	}
+	r->miss_count++;
+	r->off_plan++;
+	if (r->miss_count >= r->miss_threshold && !r->syncing && !r->sync_due) {
+		r->sync_due = true;
+		pthread_cond_signal(&stage->work);
+	}
+}
+
+/* Move @r's window to @target, back or forth, dropping what it had staged. */
+static void move_window(struct stage *stage, struct stage_rank *r, uint64_t target)
+{
+	if (target >= r->cursor) {
+		advance(stage, r, target);
+		return;
+	}
+	for (uint64_t g = r->cursor; g < r->next; g++) {
+		struct stage_slot *slot = slot_of(stage, r, g);
+
+		if (slot->position == g && slot->state != SLOT_DONE)
+			abandon_slot(stage, r, slot);
+	}
+	/* positions done before are to be read again: forget them */
+	for (uint64_t g = target; g < r->cursor && g - target < stage->ring_size; g++)
+		if (slot_of(stage, r, g)->position == g &&
+		    slot_of(stage, r, g)->state != SLOT_STAGING)
+			*slot_of(stage, r, g) = (struct stage_slot){ .position = UINT64_MAX };
+	r->cursor = r->next = r->last = target;
+	pthread_cond_signal(&stage->work);
+}
+
+/* Look for the place of a rank with a search due; false if none was due. */
+static bool sync_one(struct stage *stage)
+{
+	struct stage_rank *r = NULL;
+	nopfs_sample_id misses[STREAM_SYNC_MISSES];
+	struct stream_sync_found found;
+	unsigned int count;
+	nopfs_status status;
+
+	for (uint32_t i = 0; i < stage->rank_count && !r; i++)
+		if (stage->ranks[i].sync_due)
+			r = &stage->ranks[i];
+	if (!r)
+		return false;
+	r->sync_due = false;
+	r->syncing = true;
+	count = r->miss_count < STREAM_SYNC_MISSES ? r->miss_count : STREAM_SYNC_MISSES;
+	memcpy(misses, r->misses, count * sizeof(*misses));
+	pthread_mutex_unlock(&stage->lock);
+	status = stream_sync_search(&stage->job->sampler, stage->job->epochs, r->rank, misses,
+	                            count, stage->ring_size / 2, &stage->stop, &found);
+	pthread_mutex_lock(&stage->lock);
+	r->syncing = false;
+	r->miss_count = 0;
+	if (status != NOPFS_OK) {
+		/* not clear yet: wait for more of them before looking again */
+		if (r->miss_threshold < STREAM_SYNC_MISSES_MAX)
+			r->miss_threshold *= 2;
+		nopfs_debug("rank %" PRIu32 ": its last %u requests off the plan fit no place of "
+		            "its stream clearly; next look after %" PRIu32 " more",
+		            r->rank, count, r->miss_threshold);
+		return true;
+	}
+	{
+		uint64_t target = found.epoch * stage->job->per_rank + found.first;
+		struct stream_diag_sync event = {
+			.rank = r->rank,
+			.epoch = stage->job->sampler.first_epoch + found.epoch,
+			.index = found.first,
+			.misses = r->off_plan,
+			.seconds = nopfs_clock_seconds() - stage->started,
+			.positions = (int64_t)(target - r->cursor),
+		};
+
+		nopfs_info("rank %" PRIu32 " reads the script's epoch %" PRIu32
+		           " from index %" PRIu64
+		           " of its stream, not where it was planned (position %" PRIu64
+		           "): following it there after %" PRIu64 " requests off the plan",
+		           r->rank, event.epoch, found.first, r->cursor, r->off_plan);
+		move_window(stage, r, target);
+		/* the requests it was found by are served: their positions are done */
+		for (unsigned int i = 0; i < count; i++) {
+			uint64_t position = found.epoch * stage->job->per_rank + found.index[i];
+
+			if (found.index[i] != UINT64_MAX && position >= r->cursor &&
+			    position - r->cursor < stage->ring_size)
+				complete(stage, r, position, false);
+		}
+		r->off_plan = 0;
+		r->miss_threshold = STREAM_SYNC_MISSES;
+		stream_diag_synced(&stage->diag, &event);
+	}
+	return true;
+}
+
 /* Claim the next position of a rank to stage: its slot, in STAGING state. */
 static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage_slot **out,
                      uint64_t *position, uint64_t *ring_offset)
@@ -406,12 +529,16 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 	const struct nopfs_sampler *sampler = &stage->job->sampler;
 
 	while (!atomic_load(&stage->stop)) {
-		struct stage_rank *r = pick_rank(stage);
+		struct stage_rank *r;
 		const struct epoch_map *map;
 		struct stage_slot *slot;
 		int64_t ring_slot;
 		nopfs_sample_id sample;
 		uint64_t g;
+
+		if (sync_one(stage))
+			continue;
+		r = pick_rank(stage);
 
 		if (!r) {
 			struct timespec deadline =
@@ -598,8 +725,21 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 		return NOPFS_ERR_RANGE;
 	size = nopfs_catalog_size(stage->job->catalog, sample);
 	pthread_mutex_lock(&stage->lock);
-	/* A known rank's request never completes another rank's position. */
+	/*
+	 * A known rank's request never completes another rank's position. Its
+	 * sample found beyond the rank's window, and far from where the rank
+	 * last read, is no evidence that the rank is there (any sample is
+	 * somewhere in each rank's stream, 1 in W of them in this rank's): such
+	 * a request counts as off the plan, and a run of them has the rank's
+	 * place looked for (sync_one()). Near where it last read, the rank
+	 * went on past a position never asked for: complete() moves on.
+	 */
 	claimed = find_claim(stage, rank, sample, false, &claim);
+	if (claimed && rank >= 0 && claim.position - claim.rank->cursor >= stage->ring_size &&
+	    (claim.position > claim.rank->last
+	             ? claim.position - claim.rank->last
+	             : claim.rank->last - claim.position) >= stage->ring_size)
+		claimed = false;
 	if (claimed) {
 		struct stage_slot *slot = slot_of(stage, claim.rank, claim.position);
 
@@ -631,10 +771,15 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 
 		for (uint32_t i = 0; i < stage->rank_count; i++)
 			finished &= stage->ranks[i].cursor >= stage->ranks[i].end;
-		if (finished)
+		if (finished) {
 			atomic_fetch_add(&stage->stats->beyond_epochs, 1);
-		else
+		} else {
+			struct stage_rank *r = local_rank(stage, rank);
+
 			stream_diag_record(&stage->diag, rank, sample);
+			if (r)
+				note_miss(stage, r, sample);
+		}
 		atomic_fetch_add(&stage->stats->stream_mismatched, !finished);
 	}
 	pthread_mutex_unlock(&stage->lock);
@@ -653,14 +798,6 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 /* ------------------------------------------------------------------------
  * The C API's rings.
  */
-
-static struct stage_rank *local_rank(struct stage *stage, int32_t rank)
-{
-	for (uint32_t i = 0; rank >= 0 && i < stage->rank_count; i++)
-		if (stage->ranks[i].rank == (uint32_t)rank)
-			return &stage->ranks[i];
-	return NULL;
-}
 
 /*
  * Restage what @r has staged ahead as files, now that its samples go to a
@@ -776,6 +913,7 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct sourc
 		nopfs_error("stage directory '%s': %m", directory);
 		return nopfs_status_from_errno(errno);
 	}
+	stage->started = nopfs_clock_seconds();
 	stage->rank_count = job->local_rank_count;
 	stage->ranks = calloc(stage->rank_count, sizeof(*stage->ranks));
 	stage->staged_claims = calloc(job->sampler.count, sizeof(*stage->staged_claims));
@@ -788,7 +926,8 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct sourc
 
 		r->rank = job->local_ranks[i];
 		/* a resume within an epoch starts past the indices already read */
-		r->cursor = r->next = job->sampler.first_index;
+		r->cursor = r->next = r->last = job->sampler.first_index;
+		r->miss_threshold = STREAM_SYNC_MISSES;
 		r->end = (uint64_t)job->epochs * job->per_rank;
 		r->ring = calloc(stage->ring_size, sizeof(*r->ring));
 		if (!r->ring) {

@@ -54,6 +54,7 @@ struct stage {
 	struct stage_removed *removed;
 	size_t removed_count, removed_capacity;
 	uint64_t watch_mark;
+	double started; /* CLOCK_MONOTONIC seconds at stage_init() */
 };
 
 /*

@@ -6,6 +6,7 @@
 
 #include "stage.h"
 #include "stage_ring.h"
+#include "stream_sync.h"
 
 enum slot_state {
 	SLOT_EMPTY = 0,
@@ -28,10 +29,17 @@ struct stage_rank {
 	uint32_t rank;
 	uint64_t cursor; /* first position not done */
 	uint64_t next;   /* next position to stage */
+	uint64_t last;   /* the position it read last */
 	uint64_t end;    /* epochs * per_rank */
 	struct stage_slot *ring;
 	struct stage_ring *api_ring; /* set once a C API process of the rank asks */
 	bool api_ring_full;
+	/* its last requests off the plan, oldest first, for stream_sync_search() */
+	nopfs_sample_id misses[STREAM_SYNC_MISSES];
+	uint32_t miss_count;     /* since the last search */
+	uint64_t off_plan;       /* requests off the plan since the last move */
+	uint32_t miss_threshold; /* misses that start a search */
+	bool sync_due, syncing;
 	_Atomic uint64_t stall_buckets[AGENT_STALL_BUCKETS]; /* its requests' waits */
 };
 

@@ -17,6 +17,34 @@ void stream_diag_init(struct stream_diag *diag)
 	pthread_mutex_init(&diag->lock, NULL);
 	diag->total = 0;
 	diag->recorded = 0;
+	diag->synced = diag->synced_recorded = 0;
+}
+
+void stream_diag_synced(struct stream_diag *diag, const struct stream_diag_sync *sync)
+{
+	pthread_mutex_lock(&diag->lock);
+	diag->synced++;
+	if (diag->synced_recorded < STREAM_DIAG_SYNCS)
+		diag->sync[diag->synced_recorded++] = *sync;
+	pthread_mutex_unlock(&diag->lock);
+}
+
+/* The ranks found elsewhere in their streams, as a JSON array. */
+static json_t *synced_json(const struct stream_diag *diag)
+{
+	json_t *list = json_array();
+
+	for (uint32_t i = 0; list && i < diag->synced_recorded; i++) {
+		const struct stream_diag_sync *s = &diag->sync[i];
+
+		json_array_append_new(list,
+		                      json_pack("{s:I, s:I, s:I, s:I, s:f, s:I}", "rank",
+		                                (json_int_t)s->rank, "epoch", (json_int_t)s->epoch,
+		                                "index", (json_int_t)s->index, "after_requests",
+		                                (json_int_t)s->misses, "seconds", s->seconds,
+		                                "moved_positions", (json_int_t)s->positions));
+	}
+	return list;
 }
 
 void stream_diag_fini(struct stream_diag *diag)
@@ -138,8 +166,9 @@ json_t *stream_diag_json(struct stream_diag *diag, const struct job *job, uint64
 	json_t *object, *diagnosis;
 
 	pthread_mutex_lock(&diag->lock);
-	object = json_pack("{s:I, s:I}", "mismatched_requests", (json_int_t)diag->total,
-	                   "matched_deliveries", (json_int_t)matched);
+	object = json_pack("{s:I, s:I, s:I, s:o}", "mismatched_requests", (json_int_t)diag->total,
+	                   "matched_deliveries", (json_int_t)matched, "self_synced",
+	                   (json_int_t)diag->synced, "self_sync", synced_json(diag));
 	if (diag->total > 0 && diag->total * 20 > matched) {
 		diagnosis = diagnose(diag, job);
 		if (diagnosis)

@@ -16,6 +16,7 @@
 #include "catalog/catalog.h"
 
 #define STREAM_DIAG_RECORDS 256
+#define STREAM_DIAG_SYNCS   32
 
 struct job;
 
@@ -27,6 +28,16 @@ struct stream_diag {
 		int32_t rank; /* -1: unknown */
 		nopfs_sample_id sample;
 	} record[STREAM_DIAG_RECORDS];
+	/* ranks found elsewhere in their streams (stream_sync_search()) */
+	uint32_t synced, synced_recorded;
+	struct stream_diag_sync {
+		uint32_t rank;
+		uint32_t epoch;    /* the script's */
+		uint64_t index;    /* in the rank's stream of that epoch */
+		uint64_t misses;   /* the rank's requests off the plan before */
+		double seconds;    /* after the agent began staging */
+		int64_t positions; /* the window moved by (negative: back) */
+	} sync[STREAM_DIAG_SYNCS];
 };
 
 void stream_diag_init(struct stream_diag *diag);
@@ -34,6 +45,9 @@ void stream_diag_fini(struct stream_diag *diag);
 
 /* Record a mismatched request. */
 void stream_diag_record(struct stream_diag *diag, int32_t rank, nopfs_sample_id sample);
+
+/* Record that a rank was found elsewhere in its stream and followed there. */
+void stream_diag_synced(struct stream_diag *diag, const struct stream_diag_sync *sync);
 
 /*
  * The mismatch section of the report as a new JSON object: counts, the share

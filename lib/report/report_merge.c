@@ -35,7 +35,9 @@ struct node_figures {
 	double stall_seconds, stall_max_seconds;
 	const json_t *fallbacks;
 	uint64_t mismatched;
-	const char *diagnosis; /* NULL: none */
+	uint64_t synced; /* ranks moved to where they read (stream.self_synced) */
+	uint64_t synced_epoch, synced_rank, synced_index; /* the first move */
+	const char *diagnosis;                            /* NULL: none */
 	uint64_t peer_timeouts, peer_errors, peer_refused, peer_unauthenticated, watch_overflows;
 	uint64_t pfs_failed, pfs_changed;
 	bool interim; /* written while the agent still ran ("final": false) */
@@ -153,6 +155,15 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 	report_optional_uint(keys, "pfs.failed_samples", &f->pfs_failed);
 	report_optional_uint(keys, "pfs.changed_samples", &f->pfs_changed);
 	f->diagnosis = json_is_string(diagnosis) ? json_string_value(diagnosis) : NULL;
+	report_optional_uint(keys, "stream.self_synced", &f->synced);
+	if (f->synced) {
+		const json_t *first =
+		        json_array_get(report_get(keys->report, "stream.self_sync"), 0);
+
+		f->synced_epoch = (uint64_t)json_integer_value(json_object_get(first, "epoch"));
+		f->synced_rank = (uint64_t)json_integer_value(json_object_get(first, "rank"));
+		f->synced_index = (uint64_t)json_integer_value(json_object_get(first, "index"));
+	}
 	f->interim = json_is_false(report_get(keys->report, "final"));
 	return keys->ok;
 }
@@ -353,6 +364,17 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            " requests followed no local rank's stream%s%s",
 			            n->node, n->mismatched, n->diagnosis ? ": " : "",
 			            n->diagnosis ? n->diagnosis : "");
+		if (n->synced)
+			add_problem(
+			        problems,
+			        "node %" PRIu32 ": %" PRIu64
+			        " times a rank read elsewhere than planned and its staging moved "
+			        "there (first: rank %" PRIu64 " at the script's epoch %" PRIu64
+			        ", index %" PRIu64
+			        "); a resumed job says where it starts with --nopfs-start-epoch "
+			        "and --nopfs-start-sample",
+			        n->node, n->synced, n->synced_rank, n->synced_epoch,
+			        n->synced_index);
 		if (n->peer_timeouts || n->peer_errors)
 			add_problem(problems,
 			            "node %" PRIu32 ": reads from other nodes: %" PRIu64

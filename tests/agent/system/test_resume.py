@@ -2,16 +2,20 @@
 taken after epoch 1). With --start-epoch 2 the agent plans exactly those
 epochs: every request follows the plan (no mismatched request, no position
 of the streams skipped), the report counts 3 epochs, and every sample's
-bytes are right. Without it the agent plans epochs 0 to 4: the ranks'
-requests are found only past the two epochs the script does not run (about
-1,200 positions of the streams skipped: what was staged for them, wasted).
+bytes are right.
+
+Without --start-epoch (4 ranks, 3000 samples) the agent plans epochs 0 to 4
+and finds from each rank's first requests off the plan (at most 20) that it
+reads the script's epoch 2: it moves the rank's staging window there, at
+least 99% of the requests after those follow the plan, and the PFS is read
+once.
 
 A resume within epoch 2 (each rank's sampler skips the 120 indices it had
 read, as a restored StatefulDataLoader does): with --start-sample 120 the
 plan starts there (nothing skipped); without it each rank's first 120
-positions are staged for nothing and skipped. The chain's next job may run
-on another layout: resumed with 3 ranks instead of 2, the plan is the new
-layout's."""
+positions are staged for nothing and skipped. The chain's next job
+may run on another layout: resumed with 3 ranks instead of 2, the plan is
+the new layout's."""
 import os
 import sys
 
@@ -19,20 +23,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 harness.require_torch()
-ws = harness.Workspace(samples=600, classes=6)
+default_ws = harness.Workspace(samples=600, classes=6)
 agent = None
+ws_big = None
 
 
-def run(name, extra, world_size=2, start_sample=0):
+def run(name, extra, world_size=2, start_sample=0, workspace=None):
     """One resumed job; returns (samples checked, report)."""
     global agent
+    ws = workspace or default_ws
     ranks = list(range(world_size))
     agent = harness.Agent(ws, f"resume-{name}", seed=11, epochs=5, world_size=world_size,
                           ranks=ranks, tiers=[f"ram:{ws.dataset_bytes}"], extra=extra)
     runs = [harness.train(agent, ws, rank, world_size, seed=11, epochs=5, start_epoch=2,
                           start_sample=start_sample) for rank in ranks]
     harness.wait_all([p for p, _ in runs])
-    per_rank = -(-600 // world_size)
+    per_rank = -(-len(ws.paths) // world_size)
     checked = harness.verify(ws, [out for _, out in runs],
                              (per_rank * 3 - start_sample) * world_size)
     assert agent.stop() == 0
@@ -52,12 +58,27 @@ try:
           f"0 mismatched requests, {stream['matched_deliveries']} matched, "
           f"{stream['skipped_positions']} positions skipped")
 
-    checked, report = run("none", [])
+    ws_big = harness.Workspace(samples=3000, classes=6)
+    checked, report = run("none", ["--stage-window", "128"], world_size=4, workspace=ws_big)
     stream = report["stream"]
     assert report["job"]["start_epoch"] == 0, report["job"]
-    assert stream["skipped_positions"] >= 1000, stream
-    print(f"without it: {checked} samples correct, "
-          f"{stream['skipped_positions']} positions skipped")
+    first = {}
+    for event in stream["self_sync"]:
+        first.setdefault(event["rank"], event)
+    assert sorted(first) == [0, 1, 2, 3], stream["self_sync"]
+    for event in first.values():
+        assert event["epoch"] == 2 and event["index"] < 40, event
+        assert event["after_requests"] <= 20, event
+    # after each rank's first 20 requests, at least 99% follow the plan
+    assert stream["mismatched_requests"] <= 4 * 20 + checked // 100, stream
+    pfs = report["pfs"]["bytes"] - report["pfs"]["probe_bytes"]  # the probe's are counted in
+    assert pfs <= 1.02 * report["pfs"]["dataset_bytes"], report["pfs"]
+    print(f"without it (4 ranks, 3000 samples): {checked} samples correct; every rank found "
+          f"at the script's epoch 2 after "
+          f"{max(e['after_requests'] for e in first.values())} requests at most; "
+          f"{stream['mismatched_requests']} of {checked} requests off the plan; "
+          f"{stream['self_synced']} moves; PFS "
+          f"{pfs / report['pfs']['dataset_bytes']:.2f} x S")
 
     checked, report = run("sample", ["--start-epoch", "2", "--start-sample", "120"],
                           start_sample=120)
@@ -86,4 +107,6 @@ try:
 finally:
     if agent:
         agent.kill()
-    ws.cleanup()
+    default_ws.cleanup()
+    if ws_big:
+        ws_big.cleanup()

@@ -137,6 +137,10 @@ START_TEST(resumed_within_an_epoch)
 		json_object_set_new(job, "start_epoch", json_integer(4));
 		json_object_set_new(job, "start_sample", json_integer(96));
 	}
+	/* node 1 found a rank elsewhere in its stream and moved its staging there */
+	json_object_set_new(json_object_get(nodes[1], "stream"), "self_synced", json_integer(2));
+	json_object_set_new(json_object_get(nodes[1], "stream"), "self_sync",
+	                    json_pack("[{s:i, s:i, s:i}]", "rank", 3, "epoch", 5, "index", 40));
 	merged = merge(nodes, 2, 2);
 	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	ck_assert_int_eq(integer_at(merged, "start_epoch", NULL), 4);
@@ -144,6 +148,11 @@ START_TEST(resumed_within_an_epoch)
 	summary = summary_of(merged);
 	ck_assert_msg(strstr(summary, "3 epochs (the script's 4 from sample 96 per rank to 6)\n"),
 	              "%s", summary);
+	ck_assert_msg(has_problem(merged, "node 1: 2 times a rank read elsewhere than planned and "
+	                                  "its staging moved there (first: rank 3 at the "
+	                                  "script's epoch 5, index 40)"),
+	              "%s", summary);
+	ck_assert_msg(!has_problem(merged, "node 0:"), "%s", summary);
 	free(summary);
 	json_decref(merged);
 	for (int i = 0; i < 2; i++)
