@@ -4,6 +4,7 @@
 
 check_PROGRAMS += \
 	tests/agent/check_options \
+	tests/agent/stage/check_stream_sync \
 	tests/agent/tier/check_limits \
 	tests/agent/check_job_report \
 	tests/agent/probe/check_probe \
@@ -15,6 +16,13 @@ tests_agent_check_options_SOURCES = \
 tests_agent_check_options_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_check_options_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_agent_check_options_LDADD = lib/libnopfs_core.la $(UNIT_TEST_LIBS)
+
+tests_agent_stage_check_stream_sync_SOURCES = \
+	tests/agent/stage/check_stream_sync.c \
+	agent/stage/stream_sync.c
+tests_agent_stage_check_stream_sync_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
+tests_agent_stage_check_stream_sync_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_agent_stage_check_stream_sync_LDADD = lib/libnopfs_core.la $(UNIT_TEST_LIBS)
 
 tests_agent_tier_check_limits_SOURCES = \
 	tests/agent/tier/check_limits.c \
@@ -44,6 +52,7 @@ tests_agent_peer_check_peer_LDADD = agent/libnopfs_agent.la $(UNIT_TEST_LIBS) $(
 
 TESTS += \
 	tests/agent/check_options \
+	tests/agent/stage/check_stream_sync \
 	tests/agent/tier/check_limits \
 	tests/agent/check_job_report \
 	tests/agent/probe/check_probe \

@@ -171,14 +171,14 @@ class Agent:
 
 
 def train(agent, ws, rank, world_size, seed, epochs, workers=2, sleep=0.0, preload=True,
-          timeout=600, start_epoch=0, start_sample=0):
+          timeout=600, start_epoch=0, start_sample=0, extra=()):
     """Start one rank of the unmodified training script; returns (process, out path)."""
     out = os.path.join(ws.root, f"out-{rank}-{time.time_ns()}.txt")
     env = agent.env(rank) if preload else dict(os.environ)
     cmd = [PYTHON, TRAIN, "--data", ws.data, "--rank", str(rank), "--world-size",
            str(world_size), "--seed", str(seed), "--epochs", str(epochs), "--workers",
            str(workers), "--sleep", str(sleep), "--out", out, "--start-epoch", str(start_epoch),
-           "--start-sample", str(start_sample)]
+           "--start-sample", str(start_sample), *extra]
     return subprocess.Popen(cmd, env=env), out
 
 

@@ -10,6 +10,10 @@ reads the script's epoch 2: it moves the rank's staging window there, at
 least 99% of the requests after those follow the plan, and the PFS is read
 once.
 
+A script that never calls set_epoch (every epoch in epoch 0's order) is
+found back at epoch 0 in each of its epochs 1 to 4, after its first
+requests of each.
+
 A resume within epoch 2 (each rank's sampler skips the 120 indices it had
 read, as a restored StatefulDataLoader does): with --start-sample 120 the
 plan starts there (nothing skipped); without it each rank's first 120
@@ -28,19 +32,21 @@ agent = None
 ws_big = None
 
 
-def run(name, extra, world_size=2, start_sample=0, workspace=None):
+def run(name, extra, world_size=2, start_sample=0, workspace=None, start_epoch=2,
+        script=()):
     """One resumed job; returns (samples checked, report)."""
     global agent
     ws = workspace or default_ws
     ranks = list(range(world_size))
     agent = harness.Agent(ws, f"resume-{name}", seed=11, epochs=5, world_size=world_size,
                           ranks=ranks, tiers=[f"ram:{ws.dataset_bytes}"], extra=extra)
-    runs = [harness.train(agent, ws, rank, world_size, seed=11, epochs=5, start_epoch=2,
-                          start_sample=start_sample) for rank in ranks]
+    runs = [harness.train(agent, ws, rank, world_size, seed=11, epochs=5,
+                          start_epoch=start_epoch, start_sample=start_sample, extra=script)
+            for rank in ranks]
     harness.wait_all([p for p, _ in runs])
     per_rank = -(-len(ws.paths) // world_size)
     checked = harness.verify(ws, [out for _, out in runs],
-                             (per_rank * 3 - start_sample) * world_size)
+                             (per_rank * (5 - start_epoch) - start_sample) * world_size)
     assert agent.stop() == 0
     report = agent.read_report()
     agent = None
@@ -79,6 +85,19 @@ try:
           f"{stream['mismatched_requests']} of {checked} requests off the plan; "
           f"{stream['self_synced']} moves; PFS "
           f"{pfs / report['pfs']['dataset_bytes']:.2f} x S")
+
+    # A script that never calls set_epoch reads epoch 0's order every epoch:
+    # each epoch its ranks are found back at epoch 0 and followed there.
+    checked, report = run("no-set-epoch", ["--stage-window", "128"], world_size=4,
+                          workspace=ws_big, start_epoch=0, script=["--no-set-epoch"])
+    stream = report["stream"]
+    moves = stream["self_sync"]
+    assert stream["self_synced"] >= 4 * 4, stream
+    assert all(m["epoch"] == 0 and m["index"] < 40 for m in moves), moves
+    assert stream["mismatched_requests"] <= 4 * 4 * 20 + checked // 100, stream
+    print(f"a script without set_epoch (5 epochs of epoch 0's order): {checked} samples "
+          f"correct; {stream['self_synced']} moves back to epoch 0; "
+          f"{stream['mismatched_requests']} of {checked} requests off the plan")
 
     checked, report = run("sample", ["--start-epoch", "2", "--start-sample", "120"],
                           start_sample=120)

@@ -85,6 +85,8 @@ def main():
                         help="a resumed job: run epochs START to EPOCHS-1")
     parser.add_argument("--start-sample", type=int, default=0,
                         help="and resume epoch START after each rank's first N indices")
+    parser.add_argument("--no-set-epoch", action="store_true",
+                        help="never call set_epoch: every epoch repeats the first's order")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--sleep", type=float, default=0.0, help="compute per batch (s)")
@@ -104,7 +106,8 @@ def main():
     out = sys.stdout if out_path == "-" else open(out_path, "w", buffering=1)
     start = time.time()
     for epoch in range(args.start_epoch, args.epochs):
-        sampler.set_epoch(epoch)
+        if not args.no_set_epoch:
+            sampler.set_epoch(epoch)
         for indices, labels, digests in loader:
             for index, label, digest in zip(indices.tolist(), labels.tolist(), digests):
                 out.write(f"{epoch} {index} {label} {digest}\n")
