@@ -450,6 +450,7 @@ int main(int argc, char **argv)
 	snprintf(ssd_list, sizeof(ssd_list), "%s/ssd-dirs", options->runtime_dir);
 	tier_set_list_directories(&agent.tiers, ssd_list);
 	source_init(&agent.source, &agent.job, &agent.tiers, &agent.stats);
+	source_verify(&agent.source, options->verify);
 	agent_choose_threads(&agent);
 	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
 
@@ -481,6 +482,7 @@ out_report:
 out_tiers:
 	team_disconnect_peers(&agent);
 	tier_set_destroy(&agent.tiers);
+	source_fini(&agent.source);
 	unlink(ssd_list);
 	goto out_job;
 out_stopped:

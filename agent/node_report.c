@@ -228,6 +228,27 @@ static json_t *metadata_json(struct agent *agent)
 	                 "per_rank", per_rank);
 }
 
+/*
+ * --verify: copies checked against the CRC32C of their sample's first read,
+ * sums recorded, and copies that differed (not served), by source.
+ */
+static json_t *verify_json(struct agent *agent)
+{
+	struct agent_stats *stats = &agent->stats;
+	json_t *mismatched = json_object();
+	uint64_t total = 0;
+
+	for (int s = 1; s < AGENT_SOURCES; s++) {
+		json_object_set_new(mismatched, source_names[s],
+		                    counter_json(&stats->verify_mismatched[s]));
+		total += atomic_load(&stats->verify_mismatched[s].count);
+	}
+	return json_pack("{s:b, s:o, s:o, s:I, s:o}", "on", agent->source.sums != NULL, "checked",
+	                 counter_json(&stats->verified), "recorded",
+	                 counter_json(&stats->verify_recorded), "mismatched_copies",
+	                 (json_int_t)total, "mismatched", mismatched);
+}
+
 json_t *report_json(struct agent *agent)
 {
 	struct agent_stats *stats = &agent->stats;
@@ -266,6 +287,7 @@ json_t *report_json(struct agent *agent)
 		/* a resumed job: its "epochs" are those from this one on */
 		json_object_set_new(json_object_get(report, "job"), "start_epoch",
 		                    json_integer((json_int_t)agent->job.sampler.first_epoch));
+		json_object_set_new(report, "verify", verify_json(agent));
 		/* a resume within that epoch: each rank's first index in it */
 		json_object_set_new(json_object_get(report, "job"), "start_sample",
 		                    json_integer((json_int_t)agent->job.sampler.first_index));

@@ -233,6 +233,10 @@ static const struct nopfs_option option_rows[] = {
 	{ NOPFS_OPT_UINT("serve-timeout-ms", "MS",
 	                 "longest wait for one requested sample (default 5000)",
 	                 FIELD(serve_timeout_ms), 1, 3600000) },
+	{ NOPFS_OPT_FLAG("verify",
+	                 "check every copy of a sample (RAM, SSD, another node) against\n"
+	                 "the CRC32C of its first read; one that differs is not served",
+	                 FIELD(verify), true) },
 	{ NOPFS_OPT_UINT("max-connections", "N",
 	                 "task connections served at a time; more are closed\n"
 	                 "and those tasks read the PFS (default 256)",

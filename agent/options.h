@@ -41,6 +41,7 @@ struct agent_options {
 	bool drop_node_reports;            /* remove them once merged */
 	char log_path[PATH_MAX];           /* empty: stderr */
 	bool verbose;
+	bool verify;                /* CRC32C of every copy against the sample's first read */
 	double probe_budget;        /* seconds */
 	char probe_cache[PATH_MAX]; /* empty: no cache */
 	enum agent_bootstrap bootstrap;

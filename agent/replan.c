@@ -316,6 +316,8 @@ static nopfs_status change_dataset(struct agent *agent, uint32_t generation,
 	retire_tiers(agent);
 	tier_set_move(&agent->tiers, &tiers);
 	take_job(agent, next, job, false);
+	/* other samples: the checksums recorded for the old ones go */
+	source_verify(&agent->source, agent->source.sums != NULL);
 	agent->generation = generation;
 	pthread_rwlock_unlock(&agent->plan_lock);
 	team_expose_plan(agent);

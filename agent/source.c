@@ -1,9 +1,18 @@
 /* The sample-source ladder: the node's tiers, then a peer, then the PFS. */
 #include <stdatomic.h>
 
+#include <inttypes.h>
+#include <stdlib.h>
+
 #include "pfs.h"
 #include "source.h"
+#include "common/crc32c.h"
 #include "common/fdio.h"
+#include "common/log.h"
+
+/* Where a copy came from, for messages (indexed by nopfs_wire_source). */
+static const char *const from_names[] = { "staging", "the node's RAM tier", "the node's SSD tier",
+	                                  "another node", "the PFS" };
 
 /* Where a tier's sample was fetched from by the call that made it present. */
 enum fetch { FETCH_NONE, FETCH_PFS, FETCH_PEER };
@@ -20,10 +29,103 @@ void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg
 	source->peer_arg = arg;
 }
 
-/* Whether the node keeping @sample's primary copy gave its bytes. */
+nopfs_status source_verify(struct source *source, bool on)
+{
+	uint64_t count = on ? source->job->sampler.count : 0;
+
+	free(source->sums);
+	source->sums = NULL;
+	source->sum_count = 0;
+	if (!on)
+		return NOPFS_OK;
+	source->sums = calloc(count, sizeof(*source->sums));
+	if (!source->sums) {
+		nopfs_error("no memory to record the checksums of %" PRIu64
+		            " samples: copies are not verified",
+		            count);
+		return NOPFS_ERR_NOMEM;
+	}
+	source->sum_count = count;
+	return NOPFS_OK;
+}
+
+void source_fini(struct source *source)
+{
+	free(source->sums);
+	source->sums = NULL;
+	source->sum_count = 0;
+}
+
+/* With --verify: remember the CRC32C of @sample's bytes read from the PFS (the reference). */
+static void record_sum(struct source *source, nopfs_sample_id sample, const void *buffer)
+{
+	if (source->sums && sample < source->sum_count) {
+		uint64_t size = nopfs_catalog_size(source->job->catalog, sample);
+
+		atomic_store(&source->sums[sample], (1ull << 32) | nopfs_crc32c(buffer, size));
+		agent_count(&source->stats->verify_recorded, size);
+	}
+}
+
+/*
+ * With --verify: whether the copy of @sample in @buffer, from @from, has the
+ * bytes recorded at its first read (recorded now if none was). A copy that
+ * differs is counted and must not be served.
+ */
+static bool check_sum(struct source *source, nopfs_sample_id sample, const void *buffer,
+                      nopfs_wire_source from)
+{
+	uint64_t size, known;
+	uint32_t sum;
+
+	if (!source->sums || sample >= source->sum_count)
+		return true;
+	size = nopfs_catalog_size(source->job->catalog, sample);
+	sum = nopfs_crc32c(buffer, size);
+	known = atomic_load(&source->sums[sample]);
+	if (!(known >> 32)) {
+		uint64_t expected = 0;
+
+		if (atomic_compare_exchange_strong(&source->sums[sample], &expected,
+		                                   (1ull << 32) | sum)) {
+			agent_count(&source->stats->verify_recorded, size);
+			return true;
+		}
+		known = expected;
+	}
+	if ((uint32_t)known == sum) {
+		agent_count(&source->stats->verified, size);
+		return true;
+	}
+	if (atomic_fetch_add(&source->stats->verify_mismatched[from].count, 1) < 10) {
+		char path[4096] = "";
+
+		pfs_sample_path(source->job->catalog, sample, path, sizeof(path));
+		nopfs_warning("sample '%s': the copy from %s has CRC32C %08" PRIx32
+		              ", not the %08" PRIx32 " of its first read: not served, the PFS "
+		              "is read again",
+		              path, from_names[from], sum, (uint32_t)known);
+	}
+	atomic_fetch_add(&source->stats->verify_mismatched[from].bytes, size);
+	return false;
+}
+
+/* pfs_read_sample(), the bytes recorded as the reference with --verify. */
+static nopfs_status read_pfs(struct source *source, nopfs_sample_id sample, void *buffer)
+{
+	nopfs_status status = pfs_read_sample(source->job->catalog, sample, buffer, source->stats);
+
+	if (status == NOPFS_OK)
+		record_sum(source, sample, buffer);
+	return status;
+}
+
+/* Whether the node keeping @sample's primary copy gave its bytes (and, with --verify, right ones).
+ */
 static bool read_peer(struct source *source, nopfs_sample_id sample, void *buffer)
 {
-	return source->peer_read && source->peer_read(source->peer_arg, sample, buffer);
+	return source->peer_read && source->peer_read(source->peer_arg, sample, buffer) &&
+	       check_sum(source, sample, buffer, NOPFS_FROM_PEER);
 }
 
 /*
@@ -55,7 +157,7 @@ static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint
 		status = NOPFS_OK;
 		from = FETCH_PEER;
 	} else {
-		status = pfs_read_sample(source->job->catalog, sample, buffer, source->stats);
+		status = read_pfs(source, sample, buffer);
 	}
 	status = store_claimed(source, tier, position, status, buffer, TIER_FAILED);
 	if (status == NOPFS_OK)
@@ -100,7 +202,7 @@ bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64
 		return false;
 	if (!tier_claim(tier, position))
 		return true; /* present, failed, or someone else is fetching it */
-	if (!source->peer_read(source->peer_arg, tier->samples[position], buffer)) {
+	if (!read_peer(source, tier->samples[position], buffer)) {
 		tier_publish(tier, position, TIER_ABSENT);
 		return false;
 	}
@@ -127,6 +229,21 @@ static nopfs_status copy_from_tier(struct source *source, struct tier *tier, uin
 		return deliver(fd, buffer, size);
 	}
 	*from = tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;
+	if (source->sums) { /* checked in @buffer before it goes anywhere */
+		nopfs_status status = tier_read(tier, position, buffer);
+
+		if (status != NOPFS_OK)
+			return status;
+		if (!check_sum(source, tier->samples[position], buffer, *from)) {
+			status = read_pfs(source, tier->samples[position], buffer);
+			if (status != NOPFS_OK)
+				return status;
+			*from = NOPFS_FROM_PFS;
+			/* the right bytes back in the tier, for the copies to come */
+			tier_store(tier, position, buffer);
+		}
+		return deliver(fd, buffer, size);
+	}
 	return fd < 0 ? tier_read(tier, position, buffer) : tier_copy_to_fd(tier, position, fd);
 }
 
@@ -156,7 +273,7 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 		*from = NOPFS_FROM_PEER;
 		return deliver(fd, buffer, size);
 	}
-	status = pfs_read_sample(job->catalog, sample, buffer, source->stats);
+	status = read_pfs(source, sample, buffer);
 	if (status != NOPFS_OK)
 		return status;
 	*from = NOPFS_FROM_PFS;
@@ -178,7 +295,14 @@ nopfs_status source_fill_for_peer(struct source *source, nopfs_sample_id sample,
 		if (position < 0 || (uint64_t)position >= tier->primary_count)
 			continue;
 		status = source_fill_tier(source, tier, (uint64_t)position, buffer, deadline);
-		return status == NOPFS_OK ? tier_read(tier, (uint64_t)position, buffer) : status;
+		if (status == NOPFS_OK)
+			status = tier_read(tier, (uint64_t)position, buffer);
+		/* a bad copy is not passed on: the peer reads the PFS */
+		if (status == NOPFS_OK &&
+		    !check_sum(source, sample, buffer,
+		               tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD))
+			status = NOPFS_ERR_IO;
+		return status;
 	}
 	return NOPFS_ERR_NOT_FOUND;
 }

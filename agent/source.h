@@ -31,11 +31,29 @@ struct source {
 	struct agent_stats *stats;
 	source_peer_read_fn *peer_read; /* NULL: no peers, the PFS only */
 	void *peer_arg;
+	/*
+	 * --verify: per sample, (1 << 32) | its CRC32C once known (recorded at
+	 * its first read here: from the PFS, or the first copy a peer gave);
+	 * every later copy from a tier or a peer is checked against it and not
+	 * served when it differs (the PFS is read instead). NULL: off.
+	 */
+	_Atomic uint64_t *sums;
+	uint64_t sum_count;
 };
 
 /* Get samples of @job from @tiers and the PFS, counting in @stats (all borrowed). */
 void source_init(struct source *source, const struct job *job, struct tier_set *tiers,
                  struct agent_stats *stats);
+
+/*
+ * Check every copy against the CRC32C recorded at the sample's first read
+ * (@on), for the job's samples; called again when the job's dataset changes
+ * (what was recorded is forgotten). NOPFS_ERR_NOMEM leaves it off.
+ */
+nopfs_status source_verify(struct source *source, bool on);
+
+/* Free what source_verify() took. */
+void source_fini(struct source *source);
 
 /* Read what other nodes keep through @read (with @arg) before the PFS. */
 void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg);

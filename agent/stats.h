@@ -45,11 +45,15 @@ struct agent_stats {
 	struct agent_counter pfs_read;                    /* every byte read from the PFS */
 	struct agent_counter pfs_failed;  /* samples the PFS did not give: open or read failed */
 	struct agent_counter pfs_changed; /* samples whose file no longer has the catalog's size */
-	struct agent_counter probe_pfs_read;              /* of which by the probe */
-	struct agent_counter tier_filled[8];              /* samples stored per local tier */
-	struct agent_counter help_out;                    /* tier samples fetched by a stager */
-	struct agent_counter staged;                      /* staged copies written */
-	struct agent_counter staged_unused;               /* removed without being opened */
+	struct agent_counter probe_pfs_read; /* of which by the probe */
+	struct agent_counter tier_filled[8]; /* samples stored per local tier */
+	struct agent_counter help_out;       /* tier samples fetched by a stager */
+	struct agent_counter verified;       /* --verify: copies that had the recorded CRC32C */
+	struct agent_counter
+	        verify_recorded; /* --verify: CRC32Cs recorded (a sample's first read) */
+	struct agent_counter verify_mismatched[AGENT_SOURCES]; /* copies that did not, by source */
+	struct agent_counter staged;                           /* staged copies written */
+	struct agent_counter staged_unused;                    /* removed without being opened */
 	_Atomic uint64_t requests;
 	_Atomic uint64_t stall_ns; /* request wait, summed */
 	_Atomic uint64_t stall_max_ns;

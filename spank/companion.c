@@ -308,6 +308,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 		add(c, "--drop-last");
 	if (r->verbose)
 		add(c, "--verbose");
+	if (r->verify)
+		add(c, "--verify");
 	tier_count = tier_arguments(r->tiers[0] ? r->tiers : nopfs_config.tiers, c);
 	for (int i = 0; i < tier_count; i++)
 		add_option(c, "--tier", c->tiers[i]);

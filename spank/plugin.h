@@ -62,6 +62,7 @@ struct spank_request {
 	uint32_t epochs;
 	uint32_t start_epoch;  /* a resumed job's first epoch */
 	uint32_t start_sample; /* and each rank's first index in it */
+	bool verify;           /* the agents check copies by CRC32C */
 	char index[PATH_MAX + 8];
 	char tiers[1024];
 	char report[PATH_MAX];

@@ -31,6 +31,7 @@ enum option_id {
 	OPT_PLAN,
 	OPT_START_EPOCH,
 	OPT_START_SAMPLE,
+	OPT_VERIFY,
 	OPT_COUNT
 };
 
@@ -39,7 +40,7 @@ static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_INDEX",        "SLURM_NOPFS_TIERS",   "SLURM_NOPFS_REPORT",
 	"SLURM_NOPFS_PRELOAD",      "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
 	"SLURM_NOPFS_VERBOSE",      "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
-	"SLURM_NOPFS_START_SAMPLE",
+	"SLURM_NOPFS_START_SAMPLE", "SLURM_NOPFS_VERIFY",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -79,6 +80,10 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	  "nopfs: a resume within epoch K: each rank's sampler starts at its P-th index "
 	  "(default 0)",
 	  1, OPT_START_SAMPLE, option_cb },
+	{ "nopfs-verify", "yes|no",
+	  "nopfs: check every copy of a sample against the CRC32C of its first read; one that "
+	  "differs is not served (default no)",
+	  1, OPT_VERIFY, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -332,6 +337,7 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 	case OPT_PRELOAD:
 	case OPT_SHUFFLE:
 	case OPT_PLAN:
+	case OPT_VERIFY:
 		if (parse_yes_no(value, &flag) != 0) {
 			user_error("%s=%s: accepted: yes or no", what, value);
 			return -1;
@@ -340,6 +346,8 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 			r->preload = flag;
 		else if (id == OPT_SHUFFLE)
 			r->shuffle = flag;
+		else if (id == OPT_VERIFY)
+			r->verify = flag;
 		else
 			r->plan = flag;
 		break;

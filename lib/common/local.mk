@@ -1,4 +1,4 @@
-# lib/common: status codes, the log, units, clocks, command-line option
+# lib/common: status codes, the log, CRC32C, units, clocks, command-line option
 # tables, directories, whole-file reads, whole-buffer reads and writes,
 # atomic file replacement, fork-join, private places in shared directories,
 # the job's token.
@@ -17,6 +17,8 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/cancel.h \
 	lib/common/atomic_file.h \
 	lib/common/clock.h \
+	lib/common/crc32c.c \
+	lib/common/crc32c.h \
 	lib/common/dirs.c \
 	lib/common/dirs.h \
 	lib/common/optable.c \

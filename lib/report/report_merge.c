@@ -40,6 +40,7 @@ struct node_figures {
 	const char *diagnosis;                            /* NULL: none */
 	uint64_t peer_timeouts, peer_errors, peer_refused, peer_unauthenticated, watch_overflows;
 	uint64_t pfs_failed, pfs_changed;
+	uint64_t bad_copies, bad_ram, bad_ssd, bad_peer; /* --verify: copies that differed */
 	bool interim; /* written while the agent still ran ("final": false) */
 	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
 	uint64_t plan, replans;
@@ -155,6 +156,10 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 	report_optional_uint(keys, "pfs.failed_samples", &f->pfs_failed);
 	report_optional_uint(keys, "pfs.changed_samples", &f->pfs_changed);
 	f->diagnosis = json_is_string(diagnosis) ? json_string_value(diagnosis) : NULL;
+	report_optional_uint(keys, "verify.mismatched_copies", &f->bad_copies);
+	report_optional_uint(keys, "verify.mismatched.ram.samples", &f->bad_ram);
+	report_optional_uint(keys, "verify.mismatched.ssd.samples", &f->bad_ssd);
+	report_optional_uint(keys, "verify.mismatched.peer.samples", &f->bad_peer);
 	report_optional_uint(keys, "stream.self_synced", &f->synced);
 	if (f->synced) {
 		const json_t *first =
@@ -364,6 +369,14 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            " requests followed no local rank's stream%s%s",
 			            n->node, n->mismatched, n->diagnosis ? ": " : "",
 			            n->diagnosis ? n->diagnosis : "");
+		if (n->bad_copies)
+			add_problem(
+			        problems,
+			        "node %" PRIu32 ": %" PRIu64
+			        " copies of samples did not have the CRC32C of their first read "
+			        "(RAM %" PRIu64 ", SSD %" PRIu64 ", other nodes %" PRIu64
+			        "): not served, the PFS was read again",
+			        n->node, n->bad_copies, n->bad_ram, n->bad_ssd, n->bad_peer);
 		if (n->synced)
 			add_problem(
 			        problems,

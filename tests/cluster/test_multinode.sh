@@ -59,7 +59,7 @@ set -u
 	srun --overlap -N3 -n3 --ntasks-per-node=1 --mpi=pmix --kill-on-bad-exit=0 -J nopfs-agent \\
 		$WORK/bin/agent-env $WORK/bin/nopfs-agent --dataset $WORK/data --seed 42 --epochs 3 \\
 		--step-tasks '2(x3)' --tier ram:60M --share-dir $WORK --report $WORK/report-%n.json \\
-		--log $WORK/agent-%n.log --probe-budget 1 --fence-timeout 30
+		--log $WORK/agent-%n.log --probe-budget 1 --fence-timeout 30 --verify
 	rc=\$?
 	[ \$rc = 75 ] || exit \$rc
 	echo "agent step: attempt \$attempt asks to be started again"
@@ -139,6 +139,15 @@ failures = sum(p["timeouts"] + p["errors"] for p in planes.values())
 # without failures must keep the job near one read of the dataset.
 if mode == "normal" and failures == 0:
     assert pfs <= 1.02 * S, f"the job read {pfs / S:.2f} x S from the PFS with peers on"
+# --verify: every copy from a tier or another node had its sample's CRC32C.
+for r in reports:
+    v = r["verify"]
+    assert v["on"] and v["mismatched_copies"] == 0, f"node {r['node']}: verify {v}"
+    assert v["checked"]["samples"] + v["recorded"]["samples"] > 0, f"node {r['node']}: {v}"
+print("ok - --verify: " + ", ".join(
+    f"node {r['node']} checked {r['verify']['checked']['samples']} copies "
+    f"({r['verify']['recorded']['samples']} sums recorded)" for r in reports)
+    + ", none differed")
 # The dataset's metadata: scanned by node 0, loaded by the others from its
 # share, answered every rank's listing and stat calls into the dataset.
 for r in reports:

@@ -4,7 +4,9 @@
 # epochs) as the test user. The plugin starts the agent step, the tasks read
 # through the interposer, and at the end srun prints the job report and
 # writes the merged JSON. Every byte must be right, every node must report,
-# and nothing of the job may be left on any node.
+# and nothing of the job may be left on any node. The agents check every
+# copy by CRC32C (SLURM_NOPFS_VERIFY=yes, as a user would set it): on on
+# every node, no copy differed.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 PLUGIN_NEEDS_TORCH=1
@@ -18,7 +20,7 @@ watcher=$!
 for _ in $(seq 1 100); do [[ -e $WORK/watch.json.ready ]] && break; sleep 0.05; done
 # Each node keeps 60 MB in RAM: one node cannot hold the ~150 MB dataset, three can.
 rc=0
-(cd "$WORK" && timeout -k 5 300 "${RUNU[@]}" srun -N3 --ntasks-per-node=2 \
+(cd "$WORK" && timeout -k 5 300 "${RUNU[@]}" env SLURM_NOPFS_VERIFY=yes srun -N3 --ntasks-per-node=2 \
 	--nopfs-dataset="$WORK/data" --nopfs-seed=42 --nopfs-epochs=3 --nopfs-tiers=ram:60M \
 	"$PYTHON" train.py --data "$WORK/data" --seed 42 --epochs 3 --workers 2 \
 	--out "$WORK/out-%r.txt" >"$WORK/srun.out" 2>"$WORK/srun.err") || rc=$?
@@ -40,4 +42,12 @@ fi
 
 "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/out-*.txt" \
 	--samples 4500 --report "$WORK/nopfs-$job.json" --pfs-watch "$WORK/watch.json" --pfs-bound 1.02
+"$PYTHON" - "$WORK/nopfs-$job.json" <<'PY' || left=1
+import json, sys
+nodes = json.load(open(sys.argv[1]))["per_node"]
+assert len(nodes) == 3 and all(n["verify"]["on"] for n in nodes), [n["verify"] for n in nodes]
+assert all(n["verify"]["mismatched_copies"] == 0 for n in nodes), [n["verify"] for n in nodes]
+print("ok - SLURM_NOPFS_VERIFY=yes: every node checked its copies ("
+      + ", ".join(str(n["verify"]["checked"]["samples"]) for n in nodes) + "), none differed")
+PY
 ((left == 0))

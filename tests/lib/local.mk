@@ -4,6 +4,7 @@
 check_PROGRAMS += \
 	tests/lib/common/check_units \
 	tests/lib/common/check_fdio \
+	tests/lib/common/check_crc32c \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
 	tests/lib/common/check_dirs \
@@ -27,6 +28,11 @@ tests_lib_common_check_units_SOURCES = tests/lib/common/check_units.c
 tests_lib_common_check_units_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_units_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_common_check_units_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_crc32c_SOURCES = tests/lib/common/check_crc32c.c
+tests_lib_common_check_crc32c_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_crc32c_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_crc32c_LDADD = $(UNIT_TEST_LIBS)
+
 tests_lib_common_check_fdio_SOURCES = tests/lib/common/check_fdio.c
 tests_lib_common_check_fdio_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_fdio_CFLAGS = $(UNIT_TEST_FLAGS)
@@ -115,6 +121,7 @@ tests_lib_report_check_report_LDADD = lib/report/libnopfs_report.la $(UNIT_TEST_
 TESTS += \
 	tests/lib/common/check_units \
 	tests/lib/common/check_fdio \
+	tests/lib/common/check_crc32c \
 	tests/lib/common/check_atomic_file \
 	tests/lib/common/check_clock \
 	tests/lib/common/check_dirs \

@@ -84,10 +84,11 @@ class Agent:
     """A standalone nopfs-agent for one node."""
 
     def __init__(self, ws, job_id, seed, epochs, world_size, ranks, tiers, extra=(),
-                 stage=None, wait=True, token=None):
+                 stage=None, wait=True, token=None, verify=True):
         """With @token (32 hex digits, as the plugin gives), the agent's places are
         its defaults, /tmp/nopfs-JOB.TOKEN and /dev/shm/nopfs-JOB.TOKEN; @stage
-        another stage directory; @wait: until it is ready."""
+        another stage directory; @wait: until it is ready. @verify: every copy
+        is checked against the CRC32C of its sample's first read (--verify)."""
         self.ws = ws
         self.job_id = f"{job_id}-{os.getpid()}"
         self.runtime = os.path.join(ws.root, f"run-{job_id}")
@@ -106,7 +107,7 @@ class Agent:
                "--job-id", self.job_id] + places + ["--report", self.report, "--log", self.log, "--probe-budget", "1"] + (["--verbose"] if os.environ.get("NOPFS_TEST_VERBOSE") else [])
         for tier in tiers:
             cmd += ["--tier", tier]
-        cmd += list(extra)
+        cmd += (["--verify"] if verify else []) + list(extra)
         self.started = time.time()
         self.process = subprocess.Popen(cmd, env=env)
         if wait:

@@ -121,7 +121,10 @@ static char *summary_of(const json_t *merged)
 	return text;
 }
 
-/* A job resumed within epoch 4 of the script: the summary says where it started. */
+/*
+ * A job resumed within epoch 4 of the script: the summary says where it
+ * started; a rank found elsewhere and copies that failed --verify are problems.
+ */
 START_TEST(resumed_within_an_epoch)
 {
 	json_t *nodes[2] = {
@@ -141,6 +144,11 @@ START_TEST(resumed_within_an_epoch)
 	json_object_set_new(json_object_get(nodes[1], "stream"), "self_synced", json_integer(2));
 	json_object_set_new(json_object_get(nodes[1], "stream"), "self_sync",
 	                    json_pack("[{s:i, s:i, s:i}]", "rank", 3, "epoch", 5, "index", 40));
+	/* node 0 checked copies and found bad ones in its SSD tier */
+	json_object_set_new(nodes[0], "verify",
+	                    json_pack("{s:b, s:i, s:{s:{s:i}, s:{s:i}, s:{s:i}}}", "on", 1,
+	                              "mismatched_copies", 3, "mismatched", "ram", "samples", 0,
+	                              "ssd", "samples", 3, "peer", "samples", 0));
 	merged = merge(nodes, 2, 2);
 	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	ck_assert_int_eq(integer_at(merged, "start_epoch", NULL), 4);
@@ -152,7 +160,11 @@ START_TEST(resumed_within_an_epoch)
 	                                  "its staging moved there (first: rank 3 at the "
 	                                  "script's epoch 5, index 40)"),
 	              "%s", summary);
-	ck_assert_msg(!has_problem(merged, "node 0:"), "%s", summary);
+	ck_assert_msg(has_problem(merged, "node 0: 3 copies of samples did not have the CRC32C of "
+	                                  "their first read (RAM 0, SSD 3, other nodes 0): not "
+	                                  "served, the PFS was read again"),
+	              "%s", summary);
+	ck_assert_msg(!has_problem(merged, "node 1: 0 copies"), "%s", summary);
 	free(summary);
 	json_decref(merged);
 	for (int i = 0; i < 2; i++)
