@@ -206,6 +206,7 @@ static void remove_stage_dir(const char *path)
  * RAM tiers live in the stage directory's file system (/dev/shm): they are
  * shrunk to fit in 90% of its free room, the rest left to staged copies and
  * rings, rather than failing there later (they are reserved when created).
+ * An SSD tier shrinks to 95% of its directory's free room likewise.
  */
 static void resolve_tiers(struct agent *agent)
 {
@@ -230,6 +231,23 @@ static void resolve_tiers(struct agent *agent)
 			           t, specs->tier[t].percent,
 			           nopfs_format_size(memory, a, sizeof(a)), why,
 			           nopfs_format_size(physical, b, sizeof(b)));
+		if (specs->tier[t].kind == NOPFS_TIER_SSD) {
+			/* the tier is reserved when created: it must fit, with 5% left */
+			uint64_t ssd_free = tier_free_bytes(specs->tier[t].path);
+			uint64_t fits = ssd_free == UINT64_MAX ? UINT64_MAX : ssd_free / 20 * 19;
+
+			if (*capacity > fits) {
+				nopfs_warning(
+				        "ssd tier %u: '%s' has %s free; the tier shrinks from "
+				        "%s to %s",
+				        t, specs->tier[t].path,
+				        nopfs_format_size(ssd_free, a, sizeof(a)),
+				        nopfs_format_size(*capacity, b, sizeof(b)),
+				        nopfs_format_size(fits, why, sizeof(why)));
+				*capacity = fits;
+			}
+			continue;
+		}
 		if (specs->tier[t].kind != NOPFS_TIER_RAM)
 			continue;
 		if (ram + *capacity > room) {

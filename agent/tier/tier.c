@@ -244,6 +244,20 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 		            nopfs_format_size(tier->bytes, size, sizeof(size)), tier->path);
 		return status;
 	}
+	/*
+	 * An SSD tier is reserved too where the file system can (not an error
+	 * where it cannot): a file system filled by others later cannot make
+	 * its writes fail.
+	 */
+	if (tier->kind == NOPFS_TIER_SSD && tier->bytes > 0 &&
+	    fallocate(tier->fd, 0, 0, (off_t)tier->bytes) != 0 && errno != EOPNOTSUPP) {
+		char size[32];
+
+		status = nopfs_status_from_errno(errno);
+		nopfs_error("ssd tier: cannot reserve %s for '%s': %m",
+		            nopfs_format_size(tier->bytes, size, sizeof(size)), tier->path);
+		return status;
+	}
 	if (tier->kind == NOPFS_TIER_RAM && tier->bytes > 0) {
 		tier->base =
 		        mmap(NULL, tier->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, tier->fd, 0);
