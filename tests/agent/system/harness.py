@@ -84,7 +84,7 @@ class Agent:
     """A standalone nopfs-agent for one node."""
 
     def __init__(self, ws, job_id, seed, epochs, world_size, ranks, tiers, extra=(),
-                 stage=None, wait=True, token=None, verify=True):
+                 stage=None, wait=True, token=None, verify=True, stderr=None):
         """With @token (32 hex digits, as the plugin gives), the agent's places are
         its defaults, /tmp/nopfs-JOB.TOKEN and /dev/shm/nopfs-JOB.TOKEN; @stage
         another stage directory; @wait: until it is ready. @verify: every copy
@@ -109,7 +109,7 @@ class Agent:
             cmd += ["--tier", tier]
         cmd += (["--verify"] if verify else []) + list(extra)
         self.started = time.time()
-        self.process = subprocess.Popen(cmd, env=env)
+        self.process = subprocess.Popen(cmd, env=env, stderr=stderr, text=bool(stderr))
         if wait:
             self.wait_ready()
 
