@@ -22,6 +22,7 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_cleanup.sh \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_faults.sh \
+	tests/cluster/test_pfs_spikes.sh \
 	tests/cluster/test_two_jobs.sh \
 	tests/cluster/test_step_restart.sh \
 	tests/cluster/test_e2e_quick.sh \
@@ -48,7 +49,8 @@ tests/cluster/test_spank_sbatch.log: tests/cluster/test_spank_srun.log
 tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_faults.log: tests/cluster/test_security.log
-tests/cluster/test_two_jobs.log: tests/cluster/test_faults.log
+tests/cluster/test_pfs_spikes.log: tests/cluster/test_faults.log
+tests/cluster/test_two_jobs.log: tests/cluster/test_pfs_spikes.log
 tests/cluster/test_step_restart.log: tests/cluster/test_two_jobs.log
 tests/cluster/test_e2e_quick.log: tests/cluster/test_step_restart.log
 tests/cluster/test_examples.log: tests/cluster/test_e2e_quick.log
