@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "agent.h"
@@ -228,6 +229,20 @@ static json_t *metadata_json(struct agent *agent)
 	                 "per_rank", per_rank);
 }
 
+/* The agent process's peak memory and CPU time so far. */
+static json_t *process_json(void)
+{
+	struct rusage usage;
+
+	if (getrusage(RUSAGE_SELF, &usage) != 0)
+		return json_null();
+	return json_pack("{s:I, s:f, s:f}", "max_rss_kib", (json_int_t)usage.ru_maxrss,
+	                 "cpu_user_seconds",
+	                 (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec / 1e6,
+	                 "cpu_system_seconds",
+	                 (double)usage.ru_stime.tv_sec + (double)usage.ru_stime.tv_usec / 1e6);
+}
+
 /*
  * --verify: copies checked against the CRC32C of their sample's first read,
  * sums recorded, and copies that differed (not served), by source.
@@ -288,6 +303,7 @@ json_t *report_json(struct agent *agent)
 		json_object_set_new(json_object_get(report, "job"), "start_epoch",
 		                    json_integer((json_int_t)agent->job.sampler.first_epoch));
 		json_object_set_new(report, "verify", verify_json(agent));
+		json_object_set_new(report, "process", process_json());
 		/* a resume within that epoch: each rank's first index in it */
 		json_object_set_new(json_object_get(report, "job"), "start_sample",
 		                    json_integer((json_int_t)agent->job.sampler.first_index));

@@ -29,7 +29,8 @@ CLUSTER_TESTS = \
 	tests/cluster/test_examples.sh \
 	tests/cluster/test_installed.sh \
 	tests/cluster/test_live.sh \
-	tests/cluster/test_container.sh
+	tests/cluster/test_container.sh \
+	tests/cluster/test_soak.sh
 TESTS += $(CLUSTER_TESTS)
 EXTRA_DIST += \
 	$(CLUSTER_TESTS) \
@@ -57,3 +58,4 @@ tests/cluster/test_examples.log: tests/cluster/test_e2e_quick.log
 tests/cluster/test_installed.log: tests/cluster/test_examples.log
 tests/cluster/test_live.log: tests/cluster/test_installed.log
 tests/cluster/test_container.log: tests/cluster/test_live.log
+tests/cluster/test_soak.log: tests/cluster/test_container.log
