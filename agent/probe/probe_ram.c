@@ -1,6 +1,6 @@
 /*
  * RAM copy rate: memcpy from a source pool into a destination pool, each of
- * 128 MiB (less when free memory is short), far larger than any cache. With
+ * 128 MiB (less when free memory or the memory limit is short), far larger than any cache. With
  * t threads each copies its own 1/t of the pools, 1 MiB at a time, round and
  * round, so every thread count works on the whole pools. The pools are
  * touched (in parallel) before the clock starts: page faults are not
@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/parallel.h"
 #include "common/clock.h"
+#include "tier/limits.h"
 
 #define RAM_POOL_MAX  (UINT64_C(128) << 20) /* source and destination each */
 #define RAM_POOL_MIN  (UINT64_C(8) << 20)
@@ -39,17 +40,25 @@ struct touch_job {
 	int value;
 };
 
-/* The length of each pool for a @seconds time box, a multiple of RAM_CHUNK_MAX. */
+/*
+ * The length of each pool for a @seconds time box, a multiple of
+ * RAM_CHUNK_MAX: also within an eighth of the process's memory limit (a
+ * job's cgroup), or the probe alone could be killed for memory.
+ */
 static size_t pool_length(double seconds)
 {
 	long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
 	uint64_t length = RAM_POOL_MAX;
+	uint64_t limit =
+	        tier_memory_limit("/proc/self/cgroup", "/sys/fs/cgroup", UINT64_MAX, NULL, 0);
 
 	if (seconds * RAM_POOL_RATE < (double)length)
 		length = seconds > 0 ? (uint64_t)(seconds * RAM_POOL_RATE) : 0;
 
 	if (pages > 0 && page > 0 && (uint64_t)pages / RAM_FREE_PART * (uint64_t)page < length)
 		length = (uint64_t)pages / RAM_FREE_PART * (uint64_t)page;
+	if (limit / RAM_FREE_PART < length)
+		length = limit / RAM_FREE_PART;
 	length = length / RAM_CHUNK_MAX * RAM_CHUNK_MAX;
 	return length < RAM_POOL_MIN ? RAM_POOL_MIN : (size_t)length;
 }
