@@ -73,6 +73,7 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_ssd_full.py \
 	tests/agent/system/test_tmp_full.py \
 	tests/agent/system/test_memory_limit.py \
+	tests/agent/system/test_dataset_gone.py \
 	tests/agent/system/test_live.py \
 	tests/agent/system/test_metadata.py \
 	tests/agent/system/test_odd_dataset.py
