@@ -43,6 +43,34 @@ def private_mounts(script):
                           sys.executable, os.path.abspath(script)])
 
 
+def used_bytes(path):
+    """Bytes in use on path's file system."""
+    st = os.statvfs(path)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def fill_filesystem(path, inodes=False):
+    """Take every free byte of path's file system (a file "filler" in @path)
+    and, with @inodes, every free inode (directories d0, d1, ...); returns
+    the bytes taken."""
+    taken = 0
+    try:
+        with open(os.path.join(path, "filler"), "wb") as f:
+            while True:
+                taken += f.write(b"\0" * (1 << 20))
+                f.flush()
+    except OSError:
+        pass
+    n = 0
+    while inodes:
+        try:
+            os.mkdir(os.path.join(path, f"d{n}"))
+        except OSError:
+            break
+        n += 1
+    return taken
+
+
 def require_torch():
     probe = subprocess.run([PYTHON, "-c", "import torch, torchvision"], capture_output=True)
     if probe.returncode != 0:

@@ -21,26 +21,6 @@ harness.private_mounts(__file__)
 harness.require_torch()
 
 
-def used(path):
-    st = os.statvfs(path)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
-
-
-def fill(path):
-    """Take every free byte of path's file system; returns the bytes taken."""
-    filler = os.path.join(path, "filler")
-    with open(filler, "wb") as f:
-        chunk = b"\0" * MIB
-        taken = 0
-        try:
-            while True:
-                taken += f.write(chunk)
-                f.flush()
-        except OSError:
-            pass
-    return os.path.getsize(filler)
-
-
 shm = tempfile.mkdtemp(prefix="nopfs-shm-test-")
 subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SHM_BYTES},mode=0700", "tmpfs", shm],
                check=True)
@@ -48,14 +28,14 @@ ws = harness.Workspace(samples=400, classes=4)
 agent = None
 try:
     # 1. A tier that fits: reserved at creation, then the rest is taken.
-    before = used(shm)
+    before = harness.used_bytes(shm)
     agent = harness.Agent(ws, "shmfull", seed=3, epochs=2, world_size=2, ranks=[0, 1],
                           tiers=["ram:24M"], extra=["--stage-window", "8"],
                           stage=os.path.join(shm, "stage"))
-    reserved = used(shm) - before
+    reserved = harness.used_bytes(shm) - before
     assert reserved >= 23 * MIB, f"the ram tier is not reserved: {reserved} bytes in use"
-    taken = fill(shm)
-    assert used(shm) >= SHM_BYTES - MIB, (used(shm), taken)
+    taken = harness.fill_filesystem(shm)
+    assert harness.used_bytes(shm) >= SHM_BYTES - MIB, (harness.used_bytes(shm), taken)
     ranks = [harness.train(agent, ws, rank, 2, seed=3, epochs=2) for rank in (0, 1)]
     harness.wait_all([p for p, _ in ranks])
     checked = harness.verify(ws, [out for _, out in ranks], 400 * 2)
@@ -73,7 +53,7 @@ try:
     with open(agent.log) as f:
         log = f.read()
     assert "shrinks from 200.00 MiB" in log, log
-    assert used(shm) <= SHM_BYTES
+    assert harness.used_bytes(shm) <= SHM_BYTES
     process, out = harness.train(agent, ws, 0, 1, seed=3, epochs=1)
     harness.wait_all([process])
     checked = harness.verify(ws, [out], 400)

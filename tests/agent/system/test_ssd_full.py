@@ -24,19 +24,6 @@ harness.private_mounts(__file__)
 harness.require_torch()
 
 
-def fill(path):
-    """Take every free byte of path's file system; returns the bytes taken."""
-    taken = 0
-    with open(os.path.join(path, "filler"), "wb") as f:
-        try:
-            while True:
-                taken += f.write(b"\0" * MIB)
-                f.flush()
-        except OSError:
-            pass
-    return taken
-
-
 ssd = tempfile.mkdtemp(prefix="nopfs-ssd-test-")
 subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={SSD_BYTES},mode=0700", "tmpfs", ssd],
                check=True)
@@ -48,10 +35,9 @@ try:
                           tiers=[f"ssd:{ssd}:64M"], extra=["--stage-window", "8"])
     log = open(agent.log).read()
     assert f"ssd tier 0: '{ssd}' has " in log and "the tier shrinks from 64.00 MiB" in log, log
-    st = os.statvfs(ssd)
-    reserved = (st.f_blocks - st.f_bfree) * st.f_frsize
+    reserved = harness.used_bytes(ssd)
     assert reserved >= 30 * MIB, f"the ssd tier is not reserved: {reserved} bytes in use"
-    taken = fill(ssd)
+    taken = harness.fill_filesystem(ssd)
     ranks = [harness.train(agent, ws, rank, 2, seed=5, epochs=2) for rank in (0, 1)]
     harness.wait_all([p for p, _ in ranks])
     checked = harness.verify(ws, [out for _, out in ranks], 400 * 2)

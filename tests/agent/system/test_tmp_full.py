@@ -17,29 +17,10 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
-MIB = 1 << 20
 
 harness.private_mounts(__file__)
 harness.require_torch()
 tempfile.tempdir = "/var/tmp"
-
-
-def fill(path):
-    """Take every free block and inode of path's file system."""
-    try:
-        with open(os.path.join(path, "filler"), "wb") as f:
-            while True:
-                f.write(b"\0" * MIB)
-                f.flush()
-    except OSError:
-        pass
-    n = 0
-    try:
-        while True:
-            os.mkdir(os.path.join(path, f"d{n}"))
-            n += 1
-    except OSError:
-        pass
 
 
 def clear(path):
@@ -57,7 +38,7 @@ try:
     agent = harness.Agent(ws, "tmpfull", seed=2, epochs=2, world_size=2, ranks=[0, 1],
                           tiers=["ram:20M"], extra=["--stage-window", "8"],
                           token=secrets.token_hex(16))
-    fill("/tmp")
+    harness.fill_filesystem("/tmp", inodes=True)
     ranks = [harness.train(agent, ws, rank, 2, seed=2, epochs=2) for rank in (0, 1)]
     harness.wait_all([p for p, _ in ranks])
     checked = harness.verify(ws, [out for _, out in ranks], 400 * 2)
@@ -71,7 +52,7 @@ try:
 
     # 2. /tmp full before the agent starts: it cannot run; the pipeline reads the PFS.
     clear("/tmp")
-    fill("/tmp")
+    harness.fill_filesystem("/tmp", inodes=True)
     agent = harness.Agent(ws, "tmpfull-before", seed=2, epochs=1, world_size=2, ranks=[0, 1],
                           tiers=["ram:20M"], token=secrets.token_hex(16), wait=False,
                           stderr=subprocess.PIPE)
