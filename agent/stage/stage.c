@@ -239,11 +239,19 @@ static void complete(struct stage *stage, struct stage_rank *r, uint64_t positio
 	uint64_t epoch_start = position / per_rank * per_rank;
 	struct stage_slot *slot;
 
+	/*
+	 * Behind the cursor: the rank's window moved while this position was
+	 * waited for (a stager found the rank elsewhere, or it moved on).
+	 */
+	if (position < r->cursor)
+		return;
 	if (requested && epoch_start > r->cursor) {
 		nopfs_debug("rank %" PRIu32 " read position %" PRIu64 " of the next epoch: "
 		            "abandoning positions %" PRIu64 " .. %" PRIu64,
 		            r->rank, position, r->cursor, epoch_start - 1);
 		advance(stage, r, epoch_start);
+		if (position < r->cursor)
+			return; /* the cursor went on over positions done, this one among them */
 	}
 	if (position - r->cursor >= stage->ring_size) {
 		struct stage_slot *stuck = slot_of(stage, r, r->cursor);
@@ -255,7 +263,7 @@ static void complete(struct stage *stage, struct stage_rank *r, uint64_t positio
 		              r->rank, position, r->cursor, stuck->sample, stuck->state);
 		atomic_fetch_add(&stage->stats->stream_resyncs, 1);
 		/* half a ring behind it: other workers' batches may still come */
-		advance(stage, r, position - stage->ring_size / 2);
+		advance(stage, r, position - stage->ring_size / 2); /* > cursor: see above */
 	}
 	slot = slot_of(stage, r, position);
 	if (slot->position == position && slot->state == SLOT_STAGING)

@@ -58,6 +58,16 @@ if [[ -e $WORK/nopfs-$job.json ]]; then
 	# the killed run's samples were right too, as far as they went
 	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/out1-*.txt" \
 		--samples "$read1" || fail=1
+	# every agent lived to the end: each node reported, no request waited long
+	"$PYTHON" - "$WORK/nopfs-$job.json" <<'PY' || fail=1
+import json, sys
+report = json.load(open(sys.argv[1]))
+nodes = report["per_node"]
+assert sorted(n["node"] for n in nodes) == [0, 1, 2], report["problems"]
+longest = max(n["stall"]["max_seconds"] for n in nodes)
+assert longest < 5, f"a request waited {longest:.2f} s"
+print(f"ok - 3 nodes reported; the longest wait for an agent {longest:.3f} s")
+PY
 else
 	echo "not ok - no job report"
 	fail=1
