@@ -494,8 +494,9 @@ static bool sync_one(struct stage *stage)
 		if (r->miss_threshold < STREAM_SYNC_MISSES_MAX)
 			r->miss_threshold *= 2;
 		nopfs_debug("rank %" PRIu32 ": its last %u requests off the plan fit no place of "
-		            "its stream clearly; next look after %" PRIu32 " more",
-		            r->rank, count, r->miss_threshold);
+		            "its stream clearly (spans %" PRIu64 " and %" PRIu64
+		            "); next look after %" PRIu32 " more",
+		            r->rank, count, found.span, found.second_span, r->miss_threshold);
 		return true;
 	}
 	{

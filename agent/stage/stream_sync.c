@@ -45,6 +45,7 @@ nopfs_status stream_sync_search(const struct nopfs_sampler *sampler, uint32_t ep
 	uint8_t *mark = calloc(sampler->count, 1);
 	nopfs_status status = NOPFS_OK;
 
+	found->span = found->second_span = UINT64_MAX;
 	if (!perm || !mark) {
 		status = NOPFS_ERR_NOMEM;
 		goto out;
@@ -87,6 +88,8 @@ nopfs_status stream_sync_search(const struct nopfs_sampler *sampler, uint32_t ep
 			second = span;
 		}
 	}
+	found->span = best;
+	found->second_span = second;
 	/* clearly the closest: every other epoch spreads them four times wider */
 	if (best > max_span || (second != UINT64_MAX && second < 4 * (best + 1)))
 		status = NOPFS_ERR_NOT_FOUND;

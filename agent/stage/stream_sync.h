@@ -27,6 +27,7 @@ struct stream_sync_found {
 	uint32_t epoch;                     /* of the plan (the script's is first_epoch more) */
 	uint64_t first;                     /* the lowest index of the requests in it */
 	uint64_t index[STREAM_SYNC_MISSES]; /* each request's index in the rank's stream */
+	uint64_t span, second_span; /* the closest epoch's, the next's (also when not found) */
 };
 
 /*

@@ -5,8 +5,9 @@ of the streams skipped), the report counts 3 epochs, and every sample's
 bytes are right.
 
 Without --start-epoch (4 ranks, 3000 samples) the agent plans epochs 0 to 4
-and finds from each rank's first requests off the plan (at most 20) that it
-reads the script's epoch 2: it moves the rank's staging window there, at
+and finds from each rank's first requests off the plan (12 start a look;
+the batches in flight meanwhile add to them) that it reads the script's
+epoch 2: it moves the rank's staging window there, at
 least 99% of the requests after those follow the plan, and the PFS is read
 once.
 
@@ -74,7 +75,8 @@ try:
     assert sorted(first) == [0, 1, 2, 3], stream["self_sync"]
     for event in first.values():
         assert event["epoch"] == 2 and event["index"] < 40, event
-        assert event["after_requests"] <= 20, event
+        # 12 start a look; a DataLoader's batch (16) is in flight meanwhile
+        assert event["after_requests"] <= 3 * 16, event
     # after each rank's first 20 requests, at least 99% follow the plan
     assert stream["mismatched_requests"] <= 4 * 20 + checked // 100, stream
     pfs = report["pfs"]["bytes"] - report["pfs"]["probe_bytes"]  # the probe's are counted in
@@ -94,7 +96,7 @@ try:
     moves = stream["self_sync"]
     assert stream["self_synced"] >= 4 * 4, stream
     assert all(m["epoch"] == 0 and m["index"] < 40 for m in moves), moves
-    assert stream["mismatched_requests"] <= 4 * 4 * 20 + checked // 100, stream
+    assert stream["mismatched_requests"] <= 4 * 4 * 3 * 16 + checked // 100, stream
     print(f"a script without set_epoch (5 epochs of epoch 0's order): {checked} samples "
           f"correct; {stream['self_synced']} moves back to epoch 0; "
           f"{stream['mismatched_requests']} of {checked} requests off the plan")
