@@ -83,14 +83,22 @@ else
 fi
 wait_gone "$job" || { echo "not ok - job $job did not end"; fail=1; }
 grep -q "srun exit 0" "$WORK/stopped.out" || { echo "not ok - the job failed"; cat "$WORK/stopped.out"; fail=1; }
+# every byte right; a request of n3's tasks that reached the agent just
+# before it stopped can pass its deadline while it is stopped: the task
+# then reads the PFS itself (a few, not counted as delivered)
 "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/stopped-*.txt" \
-	--samples 1800 --report "$WORK/nopfs-$job.json" --pfs-bound 3 || fail=1
+	--samples 1800 || fail=1
 "$PYTHON" - "$WORK/nopfs-$job.json" <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))
 timeouts = sum((n.get("peers") or {}).get("timeouts", 0) for n in r["per_node"] if n["node"] != 2)
 assert timeouts > 0, "no read from the stopped node passed its deadline"
-print(f"ok - reads from the stopped node: {timeouts} passed their deadline and went to the PFS")
+assert r["vs_dataset"] <= 3, r["vs_dataset"]
+delivered = r["delivered_total"]["samples"]
+assert 1800 - 18 <= delivered <= 1800, f"the agents delivered {delivered} of 1800 samples"
+print(f"ok - reads from the stopped node: {timeouts} passed their deadline and went to the "
+      f"PFS; the agents delivered {delivered} of the 1800 samples, the tasks read "
+      f"{1800 - delivered} from the PFS themselves")
 PY
 nothing_left "$job" && echo "ok - nothing of job $job is left on the nodes" || fail=1
 
