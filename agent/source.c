@@ -209,6 +209,12 @@ bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64
 	return store_claimed(source, tier, position, NOPFS_OK, buffer, TIER_ABSENT) == NOPFS_OK;
 }
 
+/* Where a copy from @tier comes from, as the wire and the report say it. */
+static nopfs_wire_source tier_source(const struct tier *tier)
+{
+	return tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;
+}
+
 /* The copy is in @buffer: write its @size bytes to @fd, if there is one. */
 static nopfs_status deliver(int fd, const void *buffer, uint64_t size)
 {
@@ -228,7 +234,7 @@ static nopfs_status copy_from_tier(struct source *source, struct tier *tier, uin
 		*from = fetched == FETCH_PEER ? NOPFS_FROM_PEER : NOPFS_FROM_PFS;
 		return deliver(fd, buffer, size);
 	}
-	*from = tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD;
+	*from = tier_source(tier);
 	if (source->sums) { /* checked in @buffer before it goes anywhere */
 		nopfs_status status = tier_read(tier, position, buffer);
 
@@ -298,9 +304,7 @@ nopfs_status source_fill_for_peer(struct source *source, nopfs_sample_id sample,
 		if (status == NOPFS_OK)
 			status = tier_read(tier, (uint64_t)position, buffer);
 		/* a bad copy is not passed on: the peer reads the PFS */
-		if (status == NOPFS_OK &&
-		    !check_sum(source, sample, buffer,
-		               tier->kind == NOPFS_TIER_RAM ? NOPFS_FROM_RAM : NOPFS_FROM_SSD))
+		if (status == NOPFS_OK && !check_sum(source, sample, buffer, tier_source(tier)))
 			status = NOPFS_ERR_IO;
 		return status;
 	}

@@ -1,11 +1,12 @@
 /*
  * RAM copy rate: memcpy from a source pool into a destination pool, each of
- * 128 MiB (less when free memory or the memory limit is short), far larger than any cache. With
- * t threads each copies its own 1/t of the pools, 1 MiB at a time, round and
- * round, so every thread count works on the whole pools. The pools are
- * touched (in parallel) before the clock starts: page faults are not
- * measured, and set-up costs the same whatever the thread cap. A short time
- * box gets smaller pools, so that faulting them in leaves time to measure.
+ * 128 MiB (less when free memory or the memory limit is short), far larger
+ * than any cache. With t threads each copies its own 1/t of the pools, 1 MiB
+ * at a time, round and round, so every thread count works on the whole
+ * pools. The pools are touched (in parallel) before the clock starts: page
+ * faults are not measured, and set-up costs the same whatever the thread
+ * cap. A short time box gets smaller pools, so that faulting them in leaves
+ * time to measure.
  */
 #include "config.h"
 

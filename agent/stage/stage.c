@@ -239,20 +239,20 @@ static void complete(struct stage *stage, struct stage_rank *r, uint64_t positio
 	uint64_t epoch_start = position / per_rank * per_rank;
 	struct stage_slot *slot;
 
-	/*
-	 * Behind the cursor: the rank's window moved while this position was
-	 * waited for (a stager found the rank elsewhere, or it moved on).
-	 */
-	if (position < r->cursor)
-		return;
 	if (requested && epoch_start > r->cursor) {
 		nopfs_debug("rank %" PRIu32 " read position %" PRIu64 " of the next epoch: "
 		            "abandoning positions %" PRIu64 " .. %" PRIu64,
 		            r->rank, position, r->cursor, epoch_start - 1);
 		advance(stage, r, epoch_start);
-		if (position < r->cursor)
-			return; /* the cursor went on over positions done, this one among them */
 	}
+	/*
+	 * Behind the cursor: the rank's window moved while this position was
+	 * waited for (a stager found the rank elsewhere, or it moved on), or
+	 * the new epoch's cursor went on over positions done, this one among
+	 * them.
+	 */
+	if (position < r->cursor)
+		return;
 	if (position - r->cursor >= stage->ring_size) {
 		struct stage_slot *stuck = slot_of(stage, r, r->cursor);
 
@@ -457,10 +457,12 @@ static void move_window(struct stage *stage, struct stage_rank *r, uint64_t targ
 			abandon_slot(stage, r, slot);
 	}
 	/* positions done before are to be read again: forget them */
-	for (uint64_t g = target; g < r->cursor && g - target < stage->ring_size; g++)
-		if (slot_of(stage, r, g)->position == g &&
-		    slot_of(stage, r, g)->state != SLOT_STAGING)
-			*slot_of(stage, r, g) = (struct stage_slot){ .position = UINT64_MAX };
+	for (uint64_t g = target; g < r->cursor && g - target < stage->ring_size; g++) {
+		struct stage_slot *slot = slot_of(stage, r, g);
+
+		if (slot->position == g && slot->state != SLOT_STAGING)
+			*slot = (struct stage_slot){ .position = UINT64_MAX };
+	}
 	r->cursor = r->next = r->last = target;
 	pthread_cond_signal(&stage->work);
 }

@@ -231,30 +231,18 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 		return status;
 	}
 	/*
-	 * A RAM tier is a tmpfs file written through a mapping: pages taken by
-	 * someone else before ours are written would be SIGBUS, not an error.
-	 * So they are ours from the start.
+	 * The tier's room is ours from the start. A RAM tier is a tmpfs file
+	 * written through a mapping: pages taken by someone else before ours
+	 * are written would be SIGBUS, not an error. An SSD tier is reserved
+	 * where the file system can (not an error where it cannot), so that a
+	 * file system filled by others later cannot make its writes fail.
 	 */
-	if (tier->kind == NOPFS_TIER_RAM && tier->bytes > 0 &&
-	    fallocate(tier->fd, 0, 0, (off_t)tier->bytes) != 0) {
+	if (tier->bytes > 0 && fallocate(tier->fd, 0, 0, (off_t)tier->bytes) != 0 &&
+	    (tier->kind == NOPFS_TIER_RAM || errno != EOPNOTSUPP)) {
 		char size[32];
 
 		status = nopfs_status_from_errno(errno);
-		nopfs_error("ram tier: cannot reserve %s for '%s': %m",
-		            nopfs_format_size(tier->bytes, size, sizeof(size)), tier->path);
-		return status;
-	}
-	/*
-	 * An SSD tier is reserved too where the file system can (not an error
-	 * where it cannot): a file system filled by others later cannot make
-	 * its writes fail.
-	 */
-	if (tier->kind == NOPFS_TIER_SSD && tier->bytes > 0 &&
-	    fallocate(tier->fd, 0, 0, (off_t)tier->bytes) != 0 && errno != EOPNOTSUPP) {
-		char size[32];
-
-		status = nopfs_status_from_errno(errno);
-		nopfs_error("ssd tier: cannot reserve %s for '%s': %m",
+		nopfs_error("%s tier: cannot reserve %s for '%s': %m", what,
 		            nopfs_format_size(tier->bytes, size, sizeof(size)), tier->path);
 		return status;
 	}
