@@ -240,6 +240,17 @@ def verify(ws, outputs, expected_lines):
     return checked
 
 
+def train_and_stop(agent, ws, seed, epochs, expected_lines, ranks=(0, 1)):
+    """Train @ranks of a world of len(@ranks) through @agent, check every
+    byte they read (@expected_lines in all), stop the agent (exit 0);
+    returns (samples checked, its report)."""
+    runs = [train(agent, ws, rank, len(ranks), seed=seed, epochs=epochs) for rank in ranks]
+    wait_all([p for p, _ in runs])
+    checked = verify(ws, [out for _, out in runs], expected_lines)
+    assert agent.stop() == 0
+    return checked, agent.read_report()
+
+
 def delivered(report):
     total = 0
     for key in ("delivered_staged", "delivered_on_request"):

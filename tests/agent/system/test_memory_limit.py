@@ -55,11 +55,7 @@ try:
     agent.wait_ready()
     log = open(agent.log).read()
     assert "of the job's memory limit (256.00 MiB" in log, log
-    ranks = [harness.train(agent, ws, rank, 2, seed=4, epochs=2) for rank in (0, 1)]
-    harness.wait_all([p for p, _ in ranks])
-    checked = harness.verify(ws, [out for _, out in ranks], 300 * 2)
-    assert agent.stop() == 0
-    report = agent.read_report()
+    checked, report = harness.train_and_stop(agent, ws, 4, 2, 300 * 2)
     agent = None
     capacity = report["tiers"][0]["capacity"]
     assert capacity <= LIMIT // 2, capacity

@@ -38,11 +38,7 @@ try:
     reserved = harness.used_bytes(ssd)
     assert reserved >= 30 * MIB, f"the ssd tier is not reserved: {reserved} bytes in use"
     taken = harness.fill_filesystem(ssd)
-    ranks = [harness.train(agent, ws, rank, 2, seed=5, epochs=2) for rank in (0, 1)]
-    harness.wait_all([p for p, _ in ranks])
-    checked = harness.verify(ws, [out for _, out in ranks], 400 * 2)
-    assert agent.stop() == 0
-    report = agent.read_report()
+    checked, report = harness.train_and_stop(agent, ws, 5, 2, 400 * 2)
     agent = None
     tier = report["tiers"][0]
     assert tier["capacity"] <= SSD_BYTES * 0.95, tier
@@ -60,11 +56,7 @@ try:
     assert gone, "the agent made nothing in the SSD directory"
     for path in gone:
         shutil.rmtree(path)
-    ranks = [harness.train(agent, ws, rank, 2, seed=5, epochs=2) for rank in (0, 1)]
-    harness.wait_all([p for p, _ in ranks])
-    checked = harness.verify(ws, [out for _, out in ranks], 400 * 2)
-    assert agent.stop() == 0
-    report = agent.read_report()
+    checked, report = harness.train_and_stop(agent, ws, 5, 2, 400 * 2)
     agent = None
     assert os.listdir(ssd) == [], os.listdir(ssd)
     print(f"the SSD tier's directory removed during the job: {checked} samples correct, "

@@ -39,11 +39,7 @@ try:
                           tiers=["ram:20M"], extra=["--stage-window", "8"],
                           token=secrets.token_hex(16))
     harness.fill_filesystem("/tmp", inodes=True)
-    ranks = [harness.train(agent, ws, rank, 2, seed=2, epochs=2) for rank in (0, 1)]
-    harness.wait_all([p for p, _ in ranks])
-    checked = harness.verify(ws, [out for _, out in ranks], 400 * 2)
-    assert agent.stop() == 0
-    report = agent.read_report()
+    checked, report = harness.train_and_stop(agent, ws, 2, 2, 400 * 2)
     assert harness.delivered(report) == checked, harness.delivered(report)
     assert not os.path.exists(agent.runtime), os.listdir("/tmp")[:5]
     agent = None
