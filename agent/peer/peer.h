@@ -173,8 +173,9 @@ bool peer_plane_lost(struct peer_plane *plane, uint32_t node);
  * while the node is down, NOPFS_ERR_RANGE when the offsets fall outside the
  * node's regions, NOPFS_ERR_INVALID for a node never connected,
  * NOPFS_ERR_UNSUPPORTED (not logged, not counted) when the node exposes no
- * region: ask it with peer_plane_fetch(). On any error @dest may have been
- * partly written.
+ * region: ask it with peer_plane_fetch(). @dest is written only on success,
+ * and never after the call returned (UCX writes into a buffer of the
+ * operation's own, copied to @dest at the end).
  */
 nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t state_offset,
                             uint64_t data_offset, void *dest, uint64_t size);

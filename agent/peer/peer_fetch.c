@@ -1,14 +1,15 @@
 /*
  * Request/response, the asking side: an active message names the sample and
  * an id; the owner's response carries the id and the bytes, either eagerly
- * (copied in the handler) or by rendezvous (received straight into the
- * caller's buffer with ucp_am_recv_data_nbx()).
+ * (copied in the handler) or by rendezvous (received with
+ * ucp_am_recv_data_nbx()), into the operation's buffer; the caller copies
+ * them out once the operation is over (peer_op.c).
  *
  * A response is taken only once it authenticated as from the node asked,
  * for a request of this node still pending, with exactly the size asked;
- * bytes received by rendezvous are authenticated once they are in the
- * caller's buffer, and the fetch fails if they do not (the caller reads the
- * PFS: it never uses bytes that did not verify).
+ * bytes received by rendezvous are authenticated once they are in, and the
+ * fetch fails if they do not (the caller reads the PFS: it never uses bytes
+ * that did not verify).
  *
  * A fetch awaiting its response sits on the plane's pending list
  * (peer_pending.c). Whoever takes it off the list ends that unit: the
@@ -72,7 +73,7 @@ static void response_received(void *request, ucs_status_t status, size_t length,
 {
 	struct peer_op *op = user_data;
 
-	if (status == UCS_OK && !peer_auth_payload(op->plane, &op->response, op->dest, op->size))
+	if (status == UCS_OK && !peer_auth_payload(op->plane, &op->response, op->bytes, op->size))
 		status = UCS_ERR_INVALID_PARAM;
 	peer_op_end(op, status);
 	ucp_request_free(request);
@@ -92,7 +93,7 @@ static bool answers(struct peer_plane *plane, const struct peer_response *respon
 
 /*
  * The response handler (progress thread). The fetch it answers, if still
- * waiting, is taken off the list: its destination is then ours to fill.
+ * waiting, is taken off the list: its buffer is then ours to fill.
  */
 ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_length, void *data,
                                  size_t length, const ucp_am_recv_param_t *param)
@@ -127,7 +128,7 @@ ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_le
 	}
 	if (!rndv) {
 		if (length > 0)
-			memcpy(op->dest, data, length);
+			memcpy(op->bytes, data, length);
 		peer_op_end(op, UCS_OK);
 		return UCS_OK;
 	}
@@ -137,7 +138,7 @@ ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_le
 		.cb.recv_am = response_received,
 		.user_data = op,
 	};
-	peer_op_posted(op, ucp_am_recv_data_nbx(plane->worker, data, op->dest, length, &receive),
+	peer_op_posted(op, ucp_am_recv_data_nbx(plane->worker, data, op->bytes, length, &receive),
 	               "receive of a response");
 	return UCS_OK;
 }
@@ -172,10 +173,8 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sam
 		nopfs_error("node %u: request to a node never connected", node);
 		return peer_op_count(plane, NOPFS_ERR_INVALID);
 	}
-	if (size > 0 && !dest) {
-		nopfs_error("node %u: request of %" PRIu64 " bytes into no buffer", node, size);
+	if (!peer_op_size_is_valid(plane, node, dest, size, "request"))
 		return peer_op_count(plane, NOPFS_ERR_INVALID);
-	}
 	status = peer_node_acquire(plane, peer, &conn);
 	if (status != NOPFS_OK)
 		return peer_op_count(plane, status);
@@ -190,9 +189,9 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sam
 		.sample = sample,
 		.size = size,
 	};
-	op->dest = dest;
-	op->size = size;
 	status = fetch_sample(op);
+	if (status == NOPFS_OK)
+		peer_op_deliver(op, dest);
 	peer_op_release(op);
 	if (status == NOPFS_OK || status == NOPFS_ERR_NOT_FOUND) /* it answered */
 		atomic_store(&peer->lost, false);

@@ -66,16 +66,16 @@ static nopfs_status get_state(struct peer_op *op, uint64_t state_offset, const c
 }
 
 /* The three reads, on an operation whose keys' regions fit. */
-static nopfs_status get_sample(struct peer_op *op, uint64_t state_offset, uint64_t data_offset,
-                               void *dest, uint64_t size)
+static nopfs_status get_sample(struct peer_op *op, uint64_t state_offset, uint64_t data_offset)
 {
 	const struct peer_keys *keys = op->keys;
 	nopfs_status status;
 
 	status = get_state(op, state_offset, "get of a state byte");
-	if (status != NOPFS_OK || size == 0)
+	if (status != NOPFS_OK || op->size == 0)
 		return status;
-	post_get(op, dest, size, keys->ram_base + data_offset, keys->ram_key, "get of a sample");
+	post_get(op, op->bytes, op->size, keys->ram_base + data_offset, keys->ram_key,
+	         "get of a sample");
 	status = peer_op_wait(op, "get of a sample", NULL);
 	if (status != NOPFS_OK)
 		return status;
@@ -98,10 +98,8 @@ nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t st
 		nopfs_error("node %u: get from a node never connected", node);
 		return peer_op_count(plane, NOPFS_ERR_INVALID);
 	}
-	if (size > 0 && !dest) {
-		nopfs_error("node %u: get of %" PRIu64 " bytes into no buffer", node, size);
+	if (!peer_op_size_is_valid(plane, node, dest, size, "get"))
 		return peer_op_count(plane, NOPFS_ERR_INVALID);
-	}
 	status = peer_node_acquire(plane, peer, &conn);
 	if (status != NOPFS_OK)
 		return peer_op_count(plane, status);
@@ -119,7 +117,9 @@ nopfs_status peer_plane_get(struct peer_plane *plane, uint32_t node, uint64_t st
 		return peer_op_count(plane, status == NOPFS_OK ? NOPFS_ERR_NOMEM : status);
 	}
 	op->keys = keys;
-	status = get_sample(op, state_offset, data_offset, dest, size);
+	status = get_sample(op, state_offset, data_offset);
+	if (status == NOPFS_OK)
+		peer_op_deliver(op, dest);
 	peer_op_release(op);
 	if (status == NOPFS_OK) {
 		atomic_store(&peer->lost, false);

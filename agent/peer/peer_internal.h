@@ -214,11 +214,15 @@ struct peer_plane {
 };
 
 /*
- * One remote operation of a caller. Its "units" are what may still touch it
- * or its destination: posted UCX requests and, for a fetch, the awaited
- * response. The caller frees it once no unit is left; if it must leave
- * earlier (UCX did not complete a request even after the endpoint was
- * closed), it abandons the operation to the last unit.
+ * One remote operation of a caller. Its "units" are what may still touch it:
+ * posted UCX requests and, for a fetch, the awaited response. UCX and the
+ * progress thread write a sample's bytes only into the operation's own
+ * @bytes, never into the caller's buffer: the caller copies them out once
+ * every unit is over (peer_op_deliver()). The caller frees the operation
+ * once no unit is left; if it must leave earlier (UCX did not complete a
+ * request even after the endpoint was closed), it abandons the operation,
+ * @bytes included, to the last unit, and its own buffer is never written
+ * after it returned.
  */
 struct peer_op {
 	struct peer_plane *plane;
@@ -230,12 +234,12 @@ struct peer_op {
 	bool abandoned;
 	uint64_t deadline; /* monotonic ns */
 	int deadline_ms;   /* from its start, for messages */
+	unsigned char *bytes; /* the sample's @size bytes land here */
+	uint64_t size;
 
 	/* fetch */
 	struct peer_op *next;        /* in plane->pending while the response is awaited */
 	struct peer_request request; /* sent; valid until its send completes */
-	void *dest;
-	uint64_t size;
 	bool not_available;
 	struct peer_auth response; /* of a response received by rendezvous */
 
@@ -291,7 +295,12 @@ void peer_nodes_destroy(struct peer_plane *plane);
 /* peer_record.c */
 bool peer_record_is_valid(const struct peer_record *record);
 
+/* peer_serve.c: the most bytes of one sample, asked or answered */
+uint64_t peer_size_bound(struct peer_plane *plane);
+
 /* peer_op.c */
+bool peer_op_size_is_valid(struct peer_plane *plane, uint32_t node, const void *dest,
+                           uint64_t size, const char *what);
 struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn, uint64_t size);
 void peer_op_begin(struct peer_op *op);
 void peer_op_end(struct peer_op *op, ucs_status_t status);
@@ -299,6 +308,7 @@ ucp_request_param_t peer_op_send_param(struct peer_op *op);
 nopfs_status peer_op_posted(struct peer_op *op, ucs_status_ptr_t request, const char *what);
 nopfs_status peer_op_wait(struct peer_op *op, const char *what,
                           void (*on_deadline)(struct peer_op *op));
+void peer_op_deliver(const struct peer_op *op, void *dest);
 void peer_op_release(struct peer_op *op);
 nopfs_status peer_op_count(struct peer_plane *plane, nopfs_status status);
 

@@ -3,14 +3,18 @@
  * and what happens past it.
  *
  * UCX 1.13 cannot cancel a get or a rendezvous receive (ucp_request_cancel()
- * only cancels tag receives), and either may still write into the caller's
- * buffer. So past the deadline the connection is closed: a forced close
- * completes every request of the endpoint with UCS_ERR_CANCELED, and only
- * then does the caller get its buffer back.
+ * only cancels tag receives), and either may still write into its buffer.
+ * So past the deadline the connection is closed: a forced close completes
+ * every request of the endpoint with UCS_ERR_CANCELED. Should UCX still not
+ * complete one, the buffer it writes into is the operation's own, left to
+ * it: the caller's buffer (reused at once for the PFS read) is written only
+ * by the caller, from the operation's, once every request is over.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/log.h"
 #include "peer_internal.h"
@@ -28,19 +32,44 @@ int peer_deadline_ms(const struct peer_config *config, uint64_t size)
 	return ms < INT_MAX ? (int)ms : INT_MAX;
 }
 
+/*
+ * Whether @size bytes into @dest is something to ask @node for: a buffer, and
+ * no more than the largest sample (logged if not). The operation allocates
+ * that much.
+ */
+bool peer_op_size_is_valid(struct peer_plane *plane, uint32_t node, const void *dest,
+                           uint64_t size, const char *what)
+{
+	if (size > 0 && !dest) {
+		nopfs_error("node %u: %s of %" PRIu64 " bytes into no buffer", node, what, size);
+		return false;
+	}
+	if (size > peer_size_bound(plane)) {
+		nopfs_error("node %u: %s of %" PRIu64 " bytes, more than the %" PRIu64
+		            " of the largest sample",
+		            node, what, size, peer_size_bound(plane));
+		return false;
+	}
+	return true;
+}
+
 struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn, uint64_t size)
 {
 	struct peer_op *op = calloc(1, sizeof(*op));
 
-	if (!op) {
-		nopfs_error("node %u: no memory for an operation", conn->node->index);
+	if (!op || (size > 0 && !(op->bytes = malloc(size)))) {
+		nopfs_error("node %u: no memory for an operation of %" PRIu64 " bytes",
+		            conn->node->index, size);
+		free(op);
 		return NULL;
 	}
 	if (pthread_mutex_init(&op->lock, NULL) != 0 || nopfs_clock_cond_init(&op->done) != 0) {
 		nopfs_error("node %u: cannot initialize an operation's lock", conn->node->index);
+		free(op->bytes);
 		free(op);
 		return NULL;
 	}
+	op->size = size;
 	op->plane = plane;
 	op->conn = conn;
 	op->deadline_ms = peer_deadline_ms(&plane->config, size);
@@ -54,6 +83,7 @@ static void op_free(struct peer_op *op)
 	peer_conn_put(op->conn);
 	pthread_cond_destroy(&op->done);
 	pthread_mutex_destroy(&op->lock);
+	free(op->bytes);
 	free(op);
 }
 
@@ -207,6 +237,13 @@ nopfs_status peer_op_wait(struct peer_op *op, const char *what,
 		            "abandoning it",
 		            op->conn->node->index, what);
 	return NOPFS_ERR_TIMEOUT;
+}
+
+/* Copy the sample's bytes of @op, which succeeded (no unit is left), to @dest. */
+void peer_op_deliver(const struct peer_op *op, void *dest)
+{
+	if (op->size > 0)
+		memcpy(dest, op->bytes, op->size);
 }
 
 /* The caller is done with @op: free it, or leave it to its last unit. */

@@ -214,14 +214,19 @@ static uint64_t answer(struct peer_plane *plane, const struct peer_request *requ
 	return request->size;
 }
 
+uint64_t peer_size_bound(struct peer_plane *plane)
+{
+	uint64_t size = atomic_load(&plane->max_sample_size);
+
+	return size ? size : PEER_SIZE_MAX;
+}
+
 /* Whether @request is inside the plan's bounds (counted and logged if not). */
 static bool is_in_bounds(struct peer_plane *plane, const struct peer_request *request)
 {
 	uint64_t samples = atomic_load(&plane->max_samples);
-	uint64_t size = atomic_load(&plane->max_sample_size);
 
-	if ((samples && request->sample >= samples) ||
-	    request->size > (size ? size : PEER_SIZE_MAX)) {
+	if ((samples && request->sample >= samples) || request->size > peer_size_bound(plane)) {
 		peer_auth_reject(plane, request->asker,
 		                 "a request outside the catalog (sample number or size)");
 		return false;

@@ -781,7 +781,8 @@ END_TEST
 /*
  * Requests outside the plan's bounds are refused before anything is
  * allocated for them: a sample number past the catalog, a size past its
- * largest sample (a terabyte included, with or without a plan's bounds).
+ * largest sample (past 1 GiB without a plan's bounds). The asker does not
+ * ask past its own bounds either (it allocates what it asks for).
  */
 START_TEST(requests_outside_the_catalog_refused)
 {
@@ -794,17 +795,27 @@ START_TEST(requests_outside_the_catalog_refused)
 	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, SAMPLES, dest, 1), NOPFS_ERR_NOT_FOUND);
 	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 3, dest, sample_sizes[3] + 1),
 	                 NOPFS_ERR_NOT_FOUND);
-	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 40),
+	peer_plane_set_bounds(pair.plane[0], SAMPLES, (uint64_t)1 << 40);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 31),
 	                 NOPFS_ERR_NOT_FOUND);
 	peer_plane_stats(pair.plane[1], &owner);
 	ck_assert_uint_eq(owner.refused, 3);
 	ck_assert_uint_eq(owner.served, 0);
 	ck_assert_uint_eq(atomic_load(&pair.store[1].served), 0);
 	assert_fetched(pair.plane[0], 1, 3, dest); /* within them: served */
-	/* without a plan's bounds, a terabyte is still refused */
+	/* without a plan's bounds, 2 GiB is still refused */
 	peer_plane_set_bounds(pair.plane[1], 0, 0);
-	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 40),
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 31),
 	                 NOPFS_ERR_NOT_FOUND);
+	peer_plane_stats(pair.plane[1], &owner);
+	ck_assert_uint_eq(owner.refused, 4);
+	/* nor does the asker ask past its bounds: nothing sent */
+	peer_plane_set_bounds(pair.plane[0], 0, 0);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 2, dest, (uint64_t)1 << 31),
+	                 NOPFS_ERR_INVALID);
+	peer_plane_set_bounds(pair.plane[0], SAMPLES, sample_sizes[3]);
+	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, 3, dest, sample_sizes[3] + 1),
+	                 NOPFS_ERR_INVALID);
 	peer_plane_stats(pair.plane[1], &owner);
 	ck_assert_uint_eq(owner.refused, 4);
 	pair_stop(&pair);

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "peer_fixture.h"
+#include "peer/peer_internal.h"
 #include "peer/peer_pipe.h"
 
 struct blocked_fetch {
@@ -504,6 +505,55 @@ START_TEST(wrong_secret_refused)
 }
 END_TEST
 
+/*
+ * An operation whose UCX request does not complete, not even once its
+ * endpoint is closed (the request is emulated: a unit this test holds, then
+ * ends late after writing where UCX writes). The caller gets
+ * NOPFS_ERR_TIMEOUT after its deadline and the close's grace, reuses its
+ * buffer at once (as for the PFS read that follows), and the late write
+ * never reaches that buffer; the late completion frees the operation (ASan
+ * and valgrind would see a leak or a use after free). The node is down for
+ * a deadline, then serves again.
+ */
+START_TEST(abandoned_operation_leaves_the_callers_buffer_alone)
+{
+	uint64_t size = sample_sizes[2];
+	unsigned char *dest = malloc(size);
+	struct peer_conn *conn;
+	struct peer_op *op;
+	struct pair pair;
+	nopfs_status status;
+	double start, ms;
+
+	pair_start(&pair, DEADLINE_MS);
+	assert_fetched(pair.plane[0], 1, 2, dest);
+	ck_assert_int_eq(peer_node_acquire(pair.plane[0], peer_node_find(pair.plane[0], 1), &conn),
+	                 NOPFS_OK);
+	op = peer_op_create(pair.plane[0], conn, size);
+	ck_assert_ptr_nonnull(op);
+	peer_op_begin(op); /* the request UCX never completes */
+	start = now_ms();
+	status = peer_op_wait(op, "get of a sample", NULL);
+	ms = now_ms() - start;
+	printf("abandoned operation: %s after %.1f ms\n", nopfs_status_string(status), ms);
+	ck_assert_int_eq(status, NOPFS_ERR_TIMEOUT);
+	ck_assert_msg(ms >= 2 * DEADLINE_MS - 1 && ms <= 2 * DEADLINE_MS + SLACK_MS,
+	              "gave up after %.1f ms", ms);
+	peer_op_release(op);
+	memset(dest, 0x5a, size);
+	memset(op->bytes, 0xee, size); /* UCX, late */
+	peer_op_end(op, UCS_OK);
+	for (uint64_t i = 0; i < size; i++)
+		ck_assert_msg(dest[i] == 0x5a, "byte %" PRIu64 " of the caller's buffer written", i);
+
+	ck_assert(peer_plane_lost(pair.plane[0], 1));
+	usleep((DEADLINE_MS + 50) * 1000);
+	assert_fetched(pair.plane[0], 1, 2, dest);
+	free(dest);
+	pair_stop(&pair);
+}
+END_TEST
+
 void peer_add_failure_tests(Suite *suite)
 {
 	TCase *failures = tcase_create("failures");
@@ -511,6 +561,7 @@ void peer_add_failure_tests(Suite *suite)
 
 	tcase_add_test(failures, deadline_on_blocked_peer);
 	tcase_add_test(failures, destroyed_peer_fails_fast);
+	tcase_add_test(failures, abandoned_operation_leaves_the_callers_buffer_alone);
 	tcase_set_timeout(failures, 60);
 	suite_add_tcase(suite, failures);
 
