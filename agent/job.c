@@ -43,11 +43,28 @@ nopfs_status job_use_catalog(struct job *job, const struct agent_options *option
 	job->per_rank = nopfs_sampler_per_rank(&job->sampler);
 	job->dataset_bytes = nopfs_catalog_total_bytes(catalog);
 	sizes = nopfs_catalog_sizes(catalog);
-	for (uint64_t k = 0; k < job->sampler.count; k++)
-		if (sizes[k] > job->max_sample_size)
+	job->size_limit = options->max_sample_size;
+	job->max_sample_size = 0;
+	job->too_large = job->too_large_bytes = 0;
+	for (uint64_t k = 0; k < job->sampler.count; k++) {
+		if (sizes[k] > job->size_limit) {
+			job->too_large++;
+			job->too_large_bytes += sizes[k];
+		} else if (sizes[k] > job->max_sample_size) {
 			job->max_sample_size = sizes[k];
+		}
+	}
 	nopfs_info("catalog: %" PRIu64 " samples, %s", job->sampler.count,
 	           nopfs_format_size(job->dataset_bytes, bytes, sizeof(bytes)));
+	if (job->too_large) {
+		char limit[32];
+
+		nopfs_warning("catalog: %" PRIu64 " samples (%s) are larger than --max-sample-size "
+		              "%s: not kept, the ranks read them from the PFS themselves",
+		              job->too_large,
+		              nopfs_format_size(job->too_large_bytes, bytes, sizeof(bytes)),
+		              nopfs_format_size(job->size_limit, limit, sizeof(limit)));
+	}
 	return NOPFS_OK;
 }
 
@@ -154,6 +171,7 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
 		.sampler = job->sampler,
 		.epochs = job->epochs,
 		.sizes = nopfs_catalog_sizes(job->catalog),
+		.max_size = job->size_limit,
 		.layout = job->layout,
 		.tiers = job->node_tiers,
 		.policy = NOPFS_POLICY_OWNER_FIRST,

@@ -22,8 +22,10 @@ struct job {
 	uint32_t epochs;
 	uint64_t per_rank; /* samples per rank per epoch */
 	uint64_t dataset_bytes;
-	uint64_t max_sample_size;
-	uint32_t node; /* this node */
+	uint64_t max_sample_size;            /* the largest sample served, at most the limit */
+	uint64_t size_limit;                 /* --max-sample-size: larger samples are not served */
+	uint64_t too_large, too_large_bytes; /* samples over it, and their bytes */
+	uint32_t node;                       /* this node */
 	struct nopfs_layout *layout;
 	struct nopfs_node_tiers *node_tiers; /* layout->nodes entries */
 	struct nopfs_placement *placement;   /* scope: this node */
@@ -51,7 +53,10 @@ nopfs_status job_open_catalog_with(const struct agent_options *options,
                                    const struct nopfs_meta_view *meta,
                                    struct nopfs_catalog **catalog, bool *from_cache);
 
-/* Take over @catalog (the job owns it now) and fill the sampler. */
+/*
+ * Take over @catalog (the job owns it now) and fill the sampler. Samples
+ * larger than --max-sample-size are not served.
+ */
 nopfs_status job_use_catalog(struct job *job, const struct agent_options *options,
                              struct nopfs_catalog *catalog);
 
@@ -63,6 +68,12 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
                       const struct nopfs_node_tiers *tiers);
 
 /* Whether @rank runs on this node. */
+/* Whether the agent keeps and serves @sample (not larger than --max-sample-size). */
+static inline bool job_serves(const struct job *job, nopfs_sample_id sample)
+{
+	return nopfs_catalog_size(job->catalog, sample) <= job->size_limit;
+}
+
 bool job_is_local_rank(const struct job *job, uint32_t rank);
 
 /*

@@ -22,7 +22,7 @@ static const char *const source_names[AGENT_SOURCES] = { "staging", "ram", "ssd"
 static const char *const phase_names[PHASES] = { "catalog", "probe", "plan",
 	                                         "tiers",   "serve", "drain" };
 static const char *const fallback_names[AGENT_FALLBACKS] = {
-	"unknown_path", "read_error", "timeout", "stopping", "malformed",
+	"unknown_path", "read_error", "timeout", "stopping", "malformed", "too_large",
 };
 
 static json_t *counter_json(struct agent_counter *counter)
@@ -307,6 +307,13 @@ json_t *report_json(struct agent *agent)
 		/* a resume within that epoch: each rank's first index in it */
 		json_object_set_new(json_object_get(report, "job"), "start_sample",
 		                    json_integer((json_int_t)agent->job.sampler.first_index));
+		/* samples over --max-sample-size: neither kept nor served */
+		json_object_set_new(json_object_get(report, "job"), "max_sample_size",
+		                    json_integer((json_int_t)agent->job.size_limit));
+		json_object_set_new(json_object_get(report, "job"), "too_large",
+		                    json_pack("{s:I, s:I}", "samples",
+		                              (json_int_t)agent->job.too_large, "bytes",
+		                              (json_int_t)agent->job.too_large_bytes));
 		json_object_set_new(report, "per_epoch", per_epoch_json(agent));
 		json_object_set_new(report, "unattributed", sources_json(stats->unattributed));
 		json_object_set_new(report, "metadata", metadata_json(agent));

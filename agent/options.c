@@ -117,6 +117,18 @@ static bool parse_seed(const char *value, void *options)
 	       NOPFS_OK;
 }
 
+static bool parse_max_sample_size(const char *value, void *options)
+{
+	struct agent_options *c = options;
+
+	if (nopfs_parse_size(value, &c->max_sample_size) != NOPFS_OK || c->max_sample_size == 0) {
+		nopfs_error("--max-sample-size '%s': not a size of at least 1 byte such as 64M",
+		            value);
+		return false;
+	}
+	return true;
+}
+
 static bool parse_job_id(const char *value, void *options)
 {
 	struct agent_options *c = options;
@@ -237,6 +249,10 @@ static const struct nopfs_option option_rows[] = {
 	                 "check every copy of a sample (RAM, SSD, another node) against\n"
 	                 "the CRC32C of its first read; one that differs is not served",
 	                 FIELD(verify), true) },
+	{ NOPFS_OPT_CALL("max-sample-size", "SIZE",
+	                 "larger samples are neither kept nor served: the ranks\n"
+	                 "read them from the PFS themselves (default 64M)",
+	                 parse_max_sample_size) },
 	{ NOPFS_OPT_UINT("max-connections", "N",
 	                 "task connections served at a time; more are closed\n"
 	                 "and those tasks read the PFS (default 256)",
@@ -395,6 +411,7 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.stage_window = 256,
 		.stage_threads = 2,
 		.serve_timeout_ms = 5000,
+		.max_sample_size = AGENT_MAX_SAMPLE_SIZE_DEFAULT,
 		.merge_wait = 5,
 		.fence_timeout = 60,
 		.scan_timeout = 600,

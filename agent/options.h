@@ -57,7 +57,11 @@ struct agent_options {
 	unsigned int stage_threads;
 	unsigned int serve_timeout_ms; /* how long a request may wait for its sample */
 	unsigned int max_connections;  /* task connections served at a time; 0: the default */
+	uint64_t max_sample_size;      /* larger samples are left to the ranks' own reads */
 };
+
+/* --max-sample-size's default: a buffer of this size per serving thread at most. */
+#define AGENT_MAX_SAMPLE_SIZE_DEFAULT ((uint64_t)64 << 20)
 
 /*
  * Parse the command line into @config (defaults for everything not given).

@@ -261,6 +261,8 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 	int t = nopfs_placement_tier_on(job->placement, job->node, sample);
 	nopfs_status status;
 
+	if (!job_serves(job, sample))
+		return NOPFS_ERR_UNSUPPORTED; /* larger than every buffer: the rank reads it */
 	if (t >= 0) {
 		struct tier *tier = &source->tiers->tier[t];
 		int64_t position = tier_position(tier, sample);

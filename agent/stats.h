@@ -29,6 +29,7 @@ enum agent_fallback {
 	AGENT_FALLBACK_TIMEOUT,          /* not ready within the serve timeout */
 	AGENT_FALLBACK_STOPPING,         /* the agent was shutting down */
 	AGENT_FALLBACK_MALFORMED,        /* the request was malformed */
+	AGENT_FALLBACK_TOO_LARGE,        /* larger than --max-sample-size */
 	AGENT_FALLBACKS,
 };
 

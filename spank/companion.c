@@ -322,6 +322,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 		add_option(c, "--scan-timeout", c->scan_timeout);
 	if (nopfs_config.probe_cache[0])
 		add_option(c, "--probe-cache", nopfs_config.probe_cache);
+	if (nopfs_config.max_sample_size[0])
+		add_option(c, "--max-sample-size", nopfs_config.max_sample_size);
 	if (nopfs_config.admin_comment)
 		add_option(c, "--summary", c->summary);
 	c->argv[c->argc] = NULL;

@@ -83,6 +83,17 @@ static int parse_percent(struct spank_config *config, const struct config_key *k
 	return 0;
 }
 
+static int parse_size(struct spank_config *config, const struct config_key *key, const char *value)
+{
+	char *field = (char *)config + key->offset;
+	uint64_t bytes;
+
+	if (nopfs_parse_size(value, &bytes) != NOPFS_OK || bytes == 0 || strlen(value) >= key->size)
+		return fail(config, key, value);
+	strcpy(field, value);
+	return 0;
+}
+
 static int parse_tiers(struct spank_config *config, const struct config_key *key, const char *value)
 {
 	struct nopfs_tier_list list = { 0 };
@@ -117,6 +128,8 @@ static const struct config_key keys[] = {
 	{ "ram_max", "a share of node memory such as 50%", parse_percent, FIELD(ram_max_percent) },
 	{ "ssd_base", "an absolute directory on node-local storage", parse_path, FIELD(ssd_base) },
 	{ "probe_cache", "an absolute directory", parse_path, FIELD(probe_cache) },
+	{ "max_sample_size", "a size such as 64M (larger samples are not staged)", parse_size,
+	  FIELD(max_sample_size) },
 	{ "report_dir", "an absolute directory every node and srun see", parse_path,
 	  FIELD(report_dir) },
 	{ "ready_timeout", "seconds, 0 to 3600", parse_seconds, FIELD(ready_timeout) },

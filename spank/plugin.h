@@ -38,6 +38,7 @@ struct spank_config {
 	double ram_max_percent;  /* largest share of node memory for RAM tiers */
 	char ssd_base[PATH_MAX]; /* where "ssd:SIZE" tiers go */
 	char probe_cache[PATH_MAX];
+	char max_sample_size[32]; /* the agents' --max-sample-size, as given; "" for theirs */
 	char report_dir[PATH_MAX];
 	unsigned int ready_timeout; /* seconds a step waits for its agents */
 	unsigned int report_wait;   /* seconds srun waits for the job report */

@@ -91,6 +91,12 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	agent_max(&server->stats->stall_max_ns, waited);
 	atomic_fetch_add(&server->stats->stall_buckets[agent_stall_bucket(waited)], 1);
 	stage_count_stall(server->stage, rank, waited);
+	if (status != NOPFS_OK && !job_serves(job, sample)) {
+		/* its place in the rank's stream is taken: the rank reads it itself */
+		atomic_fetch_add(&server->stats->fallbacks[AGENT_FALLBACK_TOO_LARGE], 1);
+		return reply_error(c, m->request_id, status,
+		                   "larger than the agent's --max-sample-size");
+	}
 	if (status != NOPFS_OK) {
 		count_fallback(server, status);
 		return reply_error(c, m->request_id, status, nopfs_status_string(status));

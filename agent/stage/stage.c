@@ -573,6 +573,13 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 		}
 		sample = epoch_map_sample(
 		        sampler, map, r->rank + (g % stage->job->per_rank) * sampler->world_size);
+		if (!job_serves(stage->job, sample)) { /* the rank reads it from the PFS */
+			r->next++;
+			*slot = (struct stage_slot){ .position = g,
+				                     .sample = sample,
+				                     .state = SLOT_FAILED };
+			continue;
+		}
 		ring_slot = r->api_ring ? reserve_ring(stage, r, sample, g, ring_offset) : 0;
 		if (ring_slot < 0) {
 			r->api_ring_full = true; /* until a task releases a slot */

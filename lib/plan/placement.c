@@ -57,6 +57,7 @@ static nopfs_status placement_alloc(const struct nopfs_placement_input *input, u
 	p->epochs = input->epochs;
 	p->scope = scope;
 	p->sizes = input->sizes;
+	p->max_size = input->max_size ? input->max_size : UINT64_MAX;
 	p->threads = input->threads ? input->threads : 1;
 	p->tiers = malloc(nodes * sizeof(*p->tiers));
 	p->holder = malloc(samples * sizeof(*p->holder));

@@ -34,6 +34,7 @@ struct nopfs_placement_input {
 	struct nopfs_sampler sampler; /* world_size must equal layout->world_size */
 	uint32_t epochs;
 	const uint64_t *sizes; /* sampler.count entries */
+	uint64_t max_size;     /* larger samples are never kept (read from the PFS); 0: none */
 	const struct nopfs_layout *layout;
 	const struct nopfs_node_tiers *tiers; /* layout->nodes entries */
 	nopfs_policy policy;

@@ -31,8 +31,8 @@ nopfs_status nopfs_placement_run_greedy(struct nopfs_placement *p)
 			uint32_t sample = nopfs_key_sample(candidates[i].key);
 			uint64_t room;
 
-			if (tier == p->tiers[node].count)
-				continue; /* this node is full */
+			if (tier == p->tiers[node].count || p->sizes[sample] > p->max_size)
+				continue; /* this node is full, or the sample is never kept */
 			room = p->free_room[(size_t)node * NOPFS_TIERS_MAX + tier];
 			while (room < p->sizes[sample] && ++tier < p->tiers[node].count)
 				room = p->free_room[(size_t)node * NOPFS_TIERS_MAX + tier];

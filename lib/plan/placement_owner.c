@@ -279,8 +279,8 @@ static nopfs_status cover(struct nopfs_placement *p, const uint64_t *uncovered, 
 		uint64_t size = p->sizes[sample];
 		uint32_t node;
 
-		if (size > tree.max[1])
-			continue; /* no node has room for it */
+		if (size > tree.max[1] || size > p->max_size)
+			continue; /* no node has room for it, or it is never kept */
 		nopfs_access_tally_seek(&tally, p->table, sample);
 		nopfs_access_tally_sample(&tally, p->table, sample);
 		node = best_reader_with_room(p, &tally, size);

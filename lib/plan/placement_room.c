@@ -8,11 +8,13 @@
 
 #include "placement_internal.h"
 
-/* The fastest tier of @node with room for @size bytes, or -1. */
+/* The fastest tier of @node with room for @size bytes, or -1 (always for a sample too large). */
 int nopfs_placement_room(const struct nopfs_placement *p, uint32_t node, uint64_t size)
 {
 	const uint64_t *room = &p->free_room[(size_t)node * NOPFS_TIERS_MAX];
 
+	if (size > p->max_size)
+		return -1;
 	for (unsigned int t = 0; t < p->tiers[node].count; t++)
 		if (room[t] >= size)
 			return (int)t;

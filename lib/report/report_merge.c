@@ -40,6 +40,7 @@ struct node_figures {
 	const char *diagnosis;                            /* NULL: none */
 	uint64_t peer_timeouts, peer_errors, peer_refused, peer_unauthenticated, watch_overflows;
 	uint64_t pfs_failed, pfs_changed;
+	uint64_t too_large, too_large_bytes, size_limit; /* samples over --max-sample-size */
 	uint64_t bad_copies, bad_ram, bad_ssd, bad_peer; /* --verify: copies that differed */
 	bool interim; /* written while the agent still ran ("final": false) */
 	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
@@ -155,6 +156,9 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 	report_optional_uint(keys, "connections.watch_overflows", &f->watch_overflows);
 	report_optional_uint(keys, "pfs.failed_samples", &f->pfs_failed);
 	report_optional_uint(keys, "pfs.changed_samples", &f->pfs_changed);
+	report_optional_uint(keys, "job.too_large.samples", &f->too_large);
+	report_optional_uint(keys, "job.too_large.bytes", &f->too_large_bytes);
+	report_optional_uint(keys, "job.max_sample_size", &f->size_limit);
 	f->diagnosis = json_is_string(diagnosis) ? json_string_value(diagnosis) : NULL;
 	report_optional_uint(keys, "verify.mismatched_copies", &f->bad_copies);
 	report_optional_uint(keys, "verify.mismatched.ram.samples", &f->bad_ram);
@@ -406,6 +410,14 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            "node %" PRIu32 ": only an interim report (its agent did not "
 			            "finish): its figures stop there",
 			            n->node);
+		/* the same catalog on every node: said once */
+		if (n->too_large && (i == 0 || f[i - 1].too_large != n->too_large))
+			add_problem(
+			        problems,
+			        "%" PRIu64 " samples (%" PRIu64
+			        " bytes) are larger than the agents' --max-sample-size (%" PRIu64
+			        " bytes): not kept, the ranks read them from the PFS themselves",
+			        n->too_large, n->too_large_bytes, n->size_limit);
 		if (n->pfs_failed || n->pfs_changed)
 			add_problem(problems,
 			            "node %" PRIu32 ": the PFS did not give %" PRIu64

@@ -143,6 +143,36 @@ START_TEST(step_errors_name_the_culprit)
 }
 END_TEST
 
+/* --max-sample-size: 64 MiB unless given, a size of at least a byte, kept by later steps. */
+START_TEST(max_sample_size)
+{
+	char *argv[] = { "nopfs-agent", "--dataset",         "/data/a", "--world-size",
+		         "1",           "--ranks",           "0",       "--job-id",
+		         "j8",          "--max-sample-size", "1.5G",    NULL };
+	static const char *const bad[] = { "0", "lots", "-1" };
+	struct agent_options options, next;
+
+	parse_base(&options);
+	ck_assert_uint_eq(options.max_sample_size, (uint64_t)64 << 20);
+	agent_options_fini(&options);
+	ck_assert_int_eq(agent_options_parse(11, argv, &options), NOPFS_OK);
+	ck_assert_uint_eq(options.max_sample_size, (uint64_t)3 << 29);
+	ck_assert_int_eq(step(&options, "--dataset\n/data/b\n--world-size\n1\n--ranks\n0\n", &next),
+	                 NOPFS_OK);
+	ck_assert_uint_eq(next.max_sample_size, (uint64_t)3 << 29);
+	agent_options_fini(&next);
+	agent_options_fini(&options);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		argv[10] = (char *)bad[i];
+		log_capture_start();
+		ck_assert_int_ne(agent_options_parse(11, argv, &options), NOPFS_OK);
+		ck_assert_msg(log_captured("--max-sample-size"), "'%s': '%s'", bad[i],
+		              log_capture_buffer);
+		agent_options_fini(&options);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("agent_options");
@@ -153,6 +183,7 @@ int main(void)
 	tcase_add_test(tc, step_replaces_the_step_options_only);
 	tcase_add_test(tc, step_errors_name_the_culprit);
 	tcase_add_test(tc, step_start_epoch);
+	tcase_add_test(tc, max_sample_size);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
 	srunner_run_all(runner, CK_NORMAL);

@@ -76,7 +76,8 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_dataset_gone.py \
 	tests/agent/system/test_live.py \
 	tests/agent/system/test_metadata.py \
-	tests/agent/system/test_odd_dataset.py
+	tests/agent/system/test_odd_dataset.py \
+	tests/agent/system/test_large_samples.py
 TESTS += $(AGENT_SYSTEM_TESTS)
 if HAVE_MPI
 TESTS += tests/agent/system/test_mpi.py

@@ -61,7 +61,7 @@ START_TEST(every_key)
 	parse(&config, "enable=no bindir=/opt/nopfs/bin preload=/opt/nopfs/lib/p.so srun=/opt/srun "
 	               "tiers=ram:8G,ssd:100G ram_max=75% ssd_base=/local probe_cache=/var/cache/n "
 	               "report_dir=/scratch/r ready_timeout=30 report_wait=0 admin_comment=yes "
-	               "sacctmgr=/opt/slurm/bin/sacctmgr");
+	               "sacctmgr=/opt/slurm/bin/sacctmgr max_sample_size=256M");
 	ck_assert_str_eq(config.error, "");
 	ck_assert(!config.enabled);
 	ck_assert_str_eq(config.bindir, "/opt/nopfs/bin");
@@ -76,6 +76,7 @@ START_TEST(every_key)
 	ck_assert_uint_eq(config.report_wait, 0);
 	ck_assert(config.admin_comment);
 	ck_assert_str_eq(config.sacctmgr, "/opt/slurm/bin/sacctmgr");
+	ck_assert_str_eq(config.max_sample_size, "256M");
 }
 END_TEST
 
@@ -103,6 +104,8 @@ START_TEST(errors_name_the_key)
 	expect_error("admin_comment=sometimes",
 	             "admin_comment=sometimes is not valid; accepted: yes or no");
 	expect_error("sacctmgr=sacctmgr", "sacctmgr=sacctmgr is not valid; accepted: the absolute");
+	expect_error("max_sample_size=0", "max_sample_size=0 is not valid; accepted: a size");
+	expect_error("max_sample_size=big", "max_sample_size=big is not valid; accepted: a size");
 }
 END_TEST
 

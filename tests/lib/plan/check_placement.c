@@ -167,6 +167,48 @@ START_TEST(full_coverage_when_room_suffices)
 END_TEST
 
 /*
+ * With max_size, both policies keep no larger sample anywhere (as primary
+ * or replica), and every other sample is kept when room suffices.
+ */
+START_TEST(samples_over_max_size_are_never_kept)
+{
+	for (uint32_t seed = 300; seed < 320; seed++) {
+		struct job job;
+		struct nopfs_placement *p;
+
+		job_random(&job, seed, 3.0);
+		job.input.max_size = 2000;
+		for (int policy = 0; policy < 2; policy++) {
+			job.input.policy = policy;
+			ck_assert_int_eq(nopfs_placement_compute(&job.input, NOPFS_ALL_NODES, &p),
+			                 NOPFS_OK);
+			for (uint64_t k = 0; k < job.input.sampler.count; k++) {
+				bool kept = nopfs_placement_locate(p, k, NULL, NULL);
+
+				for (uint32_t n = 0; n < job.layout->nodes; n++)
+					kept |= nopfs_placement_tier_on(p, n, k) >= 0;
+				if (job.sizes[k] > 2000)
+					ck_assert_msg(
+					        !kept,
+					        "seed %u policy %d: sample %lu of %lu bytes kept",
+					        seed, policy, (unsigned long)k,
+					        (unsigned long)job.sizes[k]);
+				else if (policy == NOPFS_POLICY_OWNER_FIRST)
+					ck_assert_msg(kept || nopfs_access_node(
+					                              nopfs_placement_accesses(p),
+					                              k, 0) == NOPFS_NO_NODE,
+					              "seed %u: sample %lu not kept", seed,
+					              (unsigned long)k);
+			}
+			assert_within_capacity(&job, p);
+			nopfs_placement_destroy(p);
+		}
+		job_free(&job);
+	}
+}
+END_TEST
+
+/*
  * A resume within an epoch: in epoch 0 the positions before first_index x W
  * are not read (NO_NODE), every other entry is the whole sampler's; a
  * one-epoch job keeps no sample that only those positions read (padding at
@@ -489,6 +531,7 @@ int main(void)
 
 	tcase_add_test(tc, random_jobs_respect_capacity);
 	tcase_add_test(tc, full_coverage_when_room_suffices);
+	tcase_add_test(tc, samples_over_max_size_are_never_kept);
 	tcase_add_test(tc, resume_within_an_epoch_skips_the_read_head);
 	tcase_add_test(tc, identical_across_scopes_and_threads);
 	tcase_add_test(tc, owner_is_the_most_frequent_reader);

@@ -430,6 +430,13 @@ START_TEST(health_problems)
 	                    json_integer(5));
 	/* A node without peers reports null there. */
 	json_object_set_new(nodes[1], "peers", json_null());
+	/* samples over --max-sample-size: the same on both nodes, said once */
+	for (int n = 0; n < 2; n++) {
+		json_object_set_new(json_object_get(nodes[n], "job"), "max_sample_size",
+		                    json_integer(1000));
+		json_object_set_new(json_object_get(nodes[n], "job"), "too_large",
+		                    json_pack("{s:i, s:i}", "samples", 2, "bytes", 5000));
+	}
 	merged = merge(nodes, 2, 2);
 	ck_assert_msg(merged, "merge failed: %s", log_capture_buffer);
 	ck_assert_int_eq(integer_at(merged, "fallbacks", "timeout"), 7);
@@ -443,7 +450,9 @@ START_TEST(health_problems)
 	ck_assert(has_problem(merged, "node 0: data-plane messages dropped: 9 that did not "
 	                              "authenticate with the job's key"));
 	ck_assert(has_problem(merged, "1 authenticated but refused (malformed or out of bounds)"));
-	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 6);
+	ck_assert(has_problem(merged, "2 samples (5000 bytes) are larger than the agents' "
+	                              "--max-sample-size (1000 bytes): not kept"));
+	ck_assert_int_eq(json_array_size(json_object_get(merged, "problems")), 7);
 	json_decref(merged);
 	json_decref(nodes[0]);
 	json_decref(nodes[1]);
