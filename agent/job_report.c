@@ -22,7 +22,8 @@
 #include "report/report.h"
 #include "common/clock.h"
 
-#define POLL_NS 50000000ull /* 50 ms between looks for the others' reports */
+#define POLL_NS          50000000ull /* 50 ms between looks for the others' reports */
+#define REPORT_MAX_BYTES (64u << 20) /* a node report is tens of KB */
 
 bool agent_node_path(const char *pattern, uint32_t node, char *path, size_t length)
 {
@@ -54,7 +55,7 @@ static json_t *load_node_report(const char *path, uint32_t node, const char *job
 		                        : strerror(errno));
 		return NULL;
 	}
-	report = json_loadfd(fd, 0, &parse);
+	report = nopfs_report_load_fd(fd, REPORT_MAX_BYTES, &parse);
 	close(fd);
 	if (!report) {
 		snprintf(why, size, "%s", parse.text);

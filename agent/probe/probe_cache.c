@@ -23,10 +23,12 @@
 #include "common/dirs.h"
 #include "common/log.h"
 #include "common/clock.h"
+#include "report/report.h"
 
-#define CACHE_VERSION 1
-#define FNV_INIT      UINT64_C(0xcbf29ce484222325)
-#define FNV_PRIME     UINT64_C(0x100000001b3)
+#define CACHE_VERSION         1
+#define PROBE_CACHE_MAX_BYTES (1u << 20) /* a few KB of measurements */
+#define FNV_INIT              UINT64_C(0xcbf29ce484222325)
+#define FNV_PRIME             UINT64_C(0x100000001b3)
 
 json_t *probe_cache_key(const struct probe_config *config, const char *host,
                         const struct probe_plan *plan)
@@ -92,7 +94,7 @@ static json_t *cache_read(const char *path)
 		              path, (unsigned int)st.st_uid);
 		goto out_close;
 	}
-	root = json_loadfd(fd, 0, &error);
+	root = nopfs_report_load_fd(fd, PROBE_CACHE_MAX_BYTES, &error);
 	if (!root)
 		nopfs_warning("probe cache '%s' is corrupt (line %d: %s); measuring again", path,
 		              error.line, error.text);

@@ -88,4 +88,11 @@ nopfs_status nopfs_report_one_line(const json_t *merged, char *line, size_t size
 nopfs_status nopfs_report_write(const json_t *report, const char *path, mode_t mode,
                                 const char *what);
 
+/*
+ * The JSON file open on @fd, read whole (at most @max bytes) and parsed;
+ * NULL with @error's text saying why (a read error, "too large", or the
+ * parser's). Does not close @fd.
+ */
+json_t *nopfs_report_load_fd(int fd, size_t max, json_error_t *error);
+
 #endif

@@ -1,17 +1,49 @@
-/* Writing a report atomically, with a final newline. */
+/*
+ * Reading and writing a report whole: one write of the text made in memory,
+ * one read of the file into memory (jansson's fd functions make a system
+ * call per token or per byte, each a round trip on a parallel file system).
+ */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/fdio.h"
+#include "common/readall.h"
 #include "report_internal.h"
 
 static int dump_report(int fd, void *report)
 {
-	if (json_dumpfd(report, fd, JSON_INDENT(2)) != 0 || write(fd, "\n", 1) != 1) {
-		errno = EIO;
+	char *text = json_dumps(report, JSON_INDENT(2));
+	nopfs_status status;
+
+	if (!text) {
+		errno = ENOMEM;
 		return -1;
 	}
-	return 0;
+	status = nopfs_write_all(fd, text, strlen(text));
+	if (status == NOPFS_OK)
+		status = nopfs_write_all(fd, "\n", 1);
+	free(text);
+	return status == NOPFS_OK ? 0 : -1;
+}
+
+json_t *nopfs_report_load_fd(int fd, size_t max, json_error_t *error)
+{
+	void *text;
+	size_t length;
+	json_t *report;
+
+	if (nopfs_read_all(fd, max, &text, &length) != NOPFS_OK) {
+		snprintf(error->text, sizeof(error->text), "%s",
+		         errno == ERANGE || errno == EFBIG ? "too large" : strerror(errno));
+		error->line = 0;
+		return NULL;
+	}
+	report = json_loadb(text, length, 0, error);
+	free(text);
+	return report;
 }
 
 nopfs_status nopfs_report_write(const json_t *report, const char *path, mode_t mode,

@@ -41,7 +41,7 @@ tests_agent_check_job_report_LDADD = lib/report/libnopfs_report.la $(UNIT_TEST_L
 tests_agent_probe_check_probe_SOURCES = tests/agent/probe/check_probe.c
 tests_agent_probe_check_probe_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_probe_check_probe_CFLAGS = $(UNIT_TEST_FLAGS) $(JANSSON_CFLAGS)
-tests_agent_probe_check_probe_LDADD = agent/libnopfs_agent.la $(UNIT_TEST_LIBS) $(JANSSON_LIBS)
+tests_agent_probe_check_probe_LDADD = agent/libnopfs_agent.la lib/report/libnopfs_report.la $(UNIT_TEST_LIBS) $(JANSSON_LIBS)
 
 tests_agent_peer_check_peer_SOURCES = \
 	tests/agent/peer/check_peer.c \

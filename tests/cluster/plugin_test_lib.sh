@@ -43,6 +43,12 @@ if [[ ${PLUGIN_INSTALLED:-0} == 1 && -z ${NOPFS_INSTALLED_PREFIX:-} ]]; then
 fi
 # up again: a no-op when the cluster already runs this plugin and arguments
 "$NC" up --nodes 3 >/dev/null
+# A test that sets NOPFS_CLUSTER_PFS_EMULATE runs the cluster on the emulated
+# PFS: it is taken down at the end, whoever started it.
+if [[ -n ${NOPFS_CLUSTER_PFS_EMULATE:-} ]]; then
+	CLUSTER_STARTED=1 # read by cluster_cleanup (cluster_test_lib.sh)
+	[[ -n ${NOPFS_CLUSTER_PFS_STATS:-} ]] || { echo "not ok - the cluster's PFS is not emulated"; exit 1; }
+fi
 
 if [[ -n ${NOPFS_INSTALLED_PREFIX:-} ]]; then
 	PLUGIN_BIN=$NOPFS_INSTALLED_PREFIX/bin
