@@ -100,8 +100,10 @@ def main():
                                   is_valid_file=lambda p: p.endswith(".JPEG")))
     sampler = ResumedSampler(dataset, num_replicas=args.world_size, rank=args.rank,
                              seed=args.seed, shuffle=True, skip=args.start_sample)
+    # prefetch_factor only with workers (older PyTorch refuses it, even None, without)
+    extra = {"prefetch_factor": 2} if args.workers else {}
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
-                        num_workers=args.workers, prefetch_factor=2 if args.workers else None)
+                        num_workers=args.workers, **extra)
     out_path = args.out.replace("%r", str(args.rank))
     out = sys.stdout if out_path == "-" else open(out_path, "w", buffering=1)
     start = time.time()
