@@ -32,6 +32,8 @@ else
 	NOPFS_SPANK_PLUGIN=$(cd "$(dirname "$NOPFS_SPANK_PLUGIN")" && pwd)/spank_nopfs.so
 fi
 
+# what the test asks for: cluster_test_lib.sh sets the running cluster's
+PLUGIN_PFS_EMULATE=${NOPFS_CLUSTER_PFS_EMULATE:-}
 # shellcheck source-path=SCRIPTDIR source=cluster_test_lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/cluster_test_lib.sh"
 if [[ ${PLUGIN_INSTALLED:-0} == 1 && -z ${NOPFS_INSTALLED_PREFIX:-} ]]; then
@@ -44,10 +46,14 @@ fi
 # up again: a no-op when the cluster already runs this plugin and arguments
 "$NC" up --nodes 3 >/dev/null
 # A test that sets NOPFS_CLUSTER_PFS_EMULATE runs the cluster on the emulated
-# PFS: it is taken down at the end, whoever started it.
-if [[ -n ${NOPFS_CLUSTER_PFS_EMULATE:-} ]]; then
+# PFS: it is taken down at the end, whoever started it. A cluster that was
+# already up on a plain PFS is not this test's.
+if [[ -n $PLUGIN_PFS_EMULATE ]]; then
 	CLUSTER_STARTED=1 # read by cluster_cleanup (cluster_test_lib.sh)
-	[[ -n ${NOPFS_CLUSTER_PFS_STATS:-} ]] || { echo "not ok - the cluster's PFS is not emulated"; exit 1; }
+	if [[ -z ${NOPFS_CLUSTER_PFS_STATS:-} ]]; then
+		echo "not ok - the cluster's PFS is not emulated: take down the cluster that runs"
+		exit 1
+	fi
 fi
 
 if [[ -n ${NOPFS_INSTALLED_PREFIX:-} ]]; then
