@@ -232,8 +232,8 @@ struct peer_op {
 	unsigned int units;
 	ucs_status_t status; /* the first unit's failure, UCS_OK if none */
 	bool abandoned;
-	uint64_t deadline; /* monotonic ns */
-	int deadline_ms;   /* from its start, for messages */
+	uint64_t deadline;    /* monotonic ns */
+	int deadline_ms;      /* from its start, for messages */
 	unsigned char *bytes; /* the sample's @size bytes land here */
 	uint64_t size;
 
@@ -299,8 +299,8 @@ bool peer_record_is_valid(const struct peer_record *record);
 uint64_t peer_size_bound(struct peer_plane *plane);
 
 /* peer_op.c */
-bool peer_op_size_is_valid(struct peer_plane *plane, uint32_t node, const void *dest,
-                           uint64_t size, const char *what);
+bool peer_op_size_is_valid(struct peer_plane *plane, uint32_t node, const void *dest, uint64_t size,
+                           const char *what);
 struct peer_op *peer_op_create(struct peer_plane *plane, struct peer_conn *conn, uint64_t size);
 void peer_op_begin(struct peer_op *op);
 void peer_op_end(struct peer_op *op, ucs_status_t status);

@@ -37,8 +37,8 @@ int peer_deadline_ms(const struct peer_config *config, uint64_t size)
  * no more than the largest sample (logged if not). The operation allocates
  * that much.
  */
-bool peer_op_size_is_valid(struct peer_plane *plane, uint32_t node, const void *dest,
-                           uint64_t size, const char *what)
+bool peer_op_size_is_valid(struct peer_plane *plane, uint32_t node, const void *dest, uint64_t size,
+                           const char *what)
 {
 	if (size > 0 && !dest) {
 		nopfs_error("node %u: %s of %" PRIu64 " bytes into no buffer", node, what, size);

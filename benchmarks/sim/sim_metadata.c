@@ -48,7 +48,7 @@ void sim_metadata_model(const struct sim_metadata_options *o, uint64_t ranks,
 
 	if (at_once < 1)
 		at_once = 1;
-	out->nopfs_job_ops = ((dirs + 1) * 2 + listing)                 /* catalog */
+	out->nopfs_job_ops = ((dirs + 1) * 2 + listing)            /* catalog */
 	                     + ((dirs + 1) + listing) + stats + 2; /* metadata */
 	out->plain_seconds = out->plain_rank_ops * per_op;
 	if (o->rate > 0 && out->plain_job_ops / o->rate > out->plain_seconds)

@@ -544,7 +544,8 @@ START_TEST(abandoned_operation_leaves_the_callers_buffer_alone)
 	memset(op->bytes, 0xee, size); /* UCX, late */
 	peer_op_end(op, UCS_OK);
 	for (uint64_t i = 0; i < size; i++)
-		ck_assert_msg(dest[i] == 0x5a, "byte %" PRIu64 " of the caller's buffer written", i);
+		ck_assert_msg(dest[i] == 0x5a, "byte %" PRIu64 " of the caller's buffer written",
+		              i);
 
 	ck_assert(peer_plane_lost(pair.plane[0], 1));
 	usleep((DEADLINE_MS + 50) * 1000);
