@@ -5,7 +5,8 @@ catalog has their 64-bit sizes; the agent neither keeps nor serves the two
 large ones (every buffer of the agent is as large as the largest sample it
 serves: before the limit, its RSS reached 9.4 GiB on this dataset), and the
 unchanged script reads them from the PFS itself. Every byte is checked, the
-agent's peak RSS stays under 1 GiB, and the job report says what happened."""
+agent's peak RSS stays under 2 GiB (262 MiB here), and the job report says
+what happened."""
 import hashlib
 import os
 import sys
@@ -57,8 +58,9 @@ try:
     assert report["pfs"]["dataset_bytes"] == ws.dataset_bytes, report["pfs"]
     assert report["fallbacks"]["too_large"] == 4, report["fallbacks"]  # 2 samples x 2 epochs
     assert harness.delivered(report) == (samples - 2) * 2, harness.delivered(report)
+    # one buffer the size of the sparse file would be 4.5 GiB (2 GiB: room for ASan)
     rss = report["process"]["max_rss_kib"] * 1024
-    assert rss < 1 << 30, f"agent peak RSS {rss / 2**30:.2f} GiB"
+    assert rss < 2 << 30, f"agent peak RSS {rss / 2**30:.2f} GiB"
     problems = harness.read_merged_report(merged)["problems"]
     assert any("larger than the agents' --max-sample-size" in p for p in problems), problems
     log = open(agent.log).read()
