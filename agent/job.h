@@ -67,13 +67,13 @@ nopfs_status job_use_catalog(struct job *job, const struct agent_options *option
 nopfs_status job_plan(struct job *job, const struct agent_options *options,
                       const struct nopfs_node_tiers *tiers);
 
-/* Whether @rank runs on this node. */
 /* Whether the agent keeps and serves @sample (not larger than --max-sample-size). */
 static inline bool job_serves(const struct job *job, nopfs_sample_id sample)
 {
 	return nopfs_catalog_size(job->catalog, sample) <= job->size_limit;
 }
 
+/* Whether @rank runs on this node. */
 bool job_is_local_rank(const struct job *job, uint32_t rank);
 
 /*

@@ -45,11 +45,14 @@ static nopfs_status reply_error(struct server_connection *c, uint32_t request_id
 	return nopfs_wire_send(c->fd, &reply, -1);
 }
 
-static void count_fallback(struct server *server, nopfs_status status)
+/* A request the task reads from the PFS instead: why, from @status or @too_large. */
+static void count_fallback(struct server *server, nopfs_status status, bool too_large)
 {
 	enum agent_fallback why = AGENT_FALLBACK_READ_ERROR;
 
-	if (status == NOPFS_ERR_TIMEOUT)
+	if (too_large)
+		why = AGENT_FALLBACK_TOO_LARGE;
+	else if (status == NOPFS_ERR_TIMEOUT)
 		why = AGENT_FALLBACK_TIMEOUT;
 	else if (status == NOPFS_ERR_RANGE || status == NOPFS_ERR_NOT_FOUND)
 		why = AGENT_FALLBACK_UNKNOWN_PATH;
@@ -76,7 +79,7 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 
 	atomic_fetch_add(&server->stats->requests, 1);
 	if (index >= job->sampler.count) {
-		count_fallback(server, NOPFS_ERR_NOT_FOUND);
+		count_fallback(server, NOPFS_ERR_NOT_FOUND, false);
 		return reply_error(c, m->request_id, NOPFS_ERR_NOT_FOUND,
 		                   "not a sample of the dataset");
 	}
@@ -91,15 +94,14 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	agent_max(&server->stats->stall_max_ns, waited);
 	atomic_fetch_add(&server->stats->stall_buckets[agent_stall_bucket(waited)], 1);
 	stage_count_stall(server->stage, rank, waited);
-	if (status != NOPFS_OK && !job_serves(job, sample)) {
-		/* its place in the rank's stream is taken: the rank reads it itself */
-		atomic_fetch_add(&server->stats->fallbacks[AGENT_FALLBACK_TOO_LARGE], 1);
-		return reply_error(c, m->request_id, status,
-		                   "larger than the agent's --max-sample-size");
-	}
 	if (status != NOPFS_OK) {
-		count_fallback(server, status);
-		return reply_error(c, m->request_id, status, nopfs_status_string(status));
+		/* too large: its place in the rank's stream is taken, the rank reads it itself */
+		bool too_large = !job_serves(job, sample);
+
+		count_fallback(server, status, too_large);
+		return reply_error(c, m->request_id, status,
+		                   too_large ? "larger than the agent's --max-sample-size"
+		                             : nopfs_status_string(status));
 	}
 	reply.u.sample.index = sample;
 	reply.u.sample.size = nopfs_catalog_size(job->catalog, sample);

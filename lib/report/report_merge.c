@@ -364,6 +364,18 @@ static void fallback_problems(json_t *problems, json_t *sums, const struct node_
 
 static void node_problems(json_t *problems, const struct node_figures *f, size_t count)
 {
+	/* samples over --max-sample-size: every node has the same catalog, said once */
+	for (size_t i = 0; i < count; i++) {
+		if (f[i].too_large) {
+			add_problem(
+			        problems,
+			        "%" PRIu64 " samples (%" PRIu64
+			        " bytes) are larger than the agents' --max-sample-size (%" PRIu64
+			        " bytes): not kept, the ranks read them from the PFS themselves",
+			        f[i].too_large, f[i].too_large_bytes, f[i].size_limit);
+			break;
+		}
+	}
 	for (size_t i = 0; i < count; i++) {
 		const struct node_figures *n = &f[i];
 
@@ -410,14 +422,6 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            "node %" PRIu32 ": only an interim report (its agent did not "
 			            "finish): its figures stop there",
 			            n->node);
-		/* the same catalog on every node: said once */
-		if (n->too_large && (i == 0 || f[i - 1].too_large != n->too_large))
-			add_problem(
-			        problems,
-			        "%" PRIu64 " samples (%" PRIu64
-			        " bytes) are larger than the agents' --max-sample-size (%" PRIu64
-			        " bytes): not kept, the ranks read them from the PFS themselves",
-			        n->too_large, n->too_large_bytes, n->size_limit);
 		if (n->pfs_failed || n->pfs_changed)
 			add_problem(problems,
 			            "node %" PRIu32 ": the PFS did not give %" PRIu64

@@ -16,15 +16,16 @@
 static int dump_report(int fd, void *report)
 {
 	char *text = json_dumps(report, JSON_INDENT(2));
+	size_t length;
 	nopfs_status status;
 
 	if (!text) {
 		errno = ENOMEM;
 		return -1;
 	}
-	status = nopfs_write_all(fd, text, strlen(text));
-	if (status == NOPFS_OK)
-		status = nopfs_write_all(fd, "\n", 1);
+	length = strlen(text);
+	text[length] = '\n'; /* the final newline, in its NUL's place: one write */
+	status = nopfs_write_all(fd, text, length + 1);
 	free(text);
 	return status == NOPFS_OK ? 0 : -1;
 }
