@@ -4,7 +4,8 @@
 # an installed nopfs (NOPFS_INSTALLED_PREFIX, or PLUGIN_INSTALLED=1: see below).
 # Sets PYTHON, PLUGIN_BIN (that bindir) besides what cluster_test_lib.sh
 # sets, and UCX_TLS=tcp: the nodes' namespaces do not isolate shared memory.
-# Defines job_dataset, run_batch, wait_gone, wait_agents, nothing_left and
+# Defines job_dataset, run_batch, wait_report, report_job, wait_read,
+# wait_gone, wait_agents, nothing_left and
 # node_agent.
 # shellcheck shell=bash disable=SC2034 # the variables are for the sourcing test
 
@@ -133,7 +134,40 @@ run_batch() {
 		-o "$WORK/job.out" "$WORK/job.sh") || true
 	job=${job%%;*}
 	cat "$WORK/job.out"
-	for _ in $(seq 1 100); do [[ -e $WORK/nopfs-$job.json ]] && break; sleep 0.1; done
+	wait_report "$WORK/nopfs-$job.json" 10 || true
+}
+
+# wait_report FILE [SECONDS]: until the job report FILE is there (SECONDS, 20
+# if not given); fails if it is not by then
+wait_report() {
+	for _ in $(seq 1 $((${2:-20} * 10))); do
+		[[ -s $1 ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# report_job FILE [SECONDS]: the job id in the job report FILE, waited for as
+# wait_report does; nothing when there is none
+report_job() {
+	wait_report "$@" || true
+	"$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["job_id"])' "$1" \
+		2>/dev/null || true
+}
+
+# wait_read NAME RANKS N: until ranks 0 .. RANKS-1 of the training script
+# have each written N samples to $WORK/NAME-RANK.txt (60 s at most)
+wait_read() {
+	local rank read
+	for _ in $(seq 1 300); do
+		read=0
+		for ((rank = 0; rank < $2; rank++)); do
+			[[ -e $WORK/$1-$rank.txt && $(wc -l <"$WORK/$1-$rank.txt") -ge $3 ]] && read=$((read + 1))
+		done
+		((read == $2)) && return 0
+		sleep 0.2
+	done
+	return 1
 }
 
 # node_agent NODE JOB: the PID of JOB's agent on NODE (the nodes of the test

@@ -24,9 +24,9 @@ chmod -R a+rX "$EX"
 export PATH=$PLUGIN_BIN:$PATH PYTHON
 fail=0
 
-# wait_report FILE: the job report, written at the job's end (10 s at most)
-wait_report() {
-	for _ in $(seq 1 100); do [[ -e $1 ]] && return 0; sleep 0.1; done
+# have_report FILE: the job report, written at the job's end (10 s at most)
+have_report() {
+	wait_report "$1" 10 && return 0
 	echo "not ok - no job report at $1"
 	return 1
 }
@@ -54,7 +54,7 @@ else
 	echo "not ok - plan-before-job.sh + ddp-unchanged.sbatch"
 	fail=1
 fi
-if wait_report "$WORK/ddp.json"; then
+if have_report "$WORK/ddp.json"; then
 	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
 		--outs "$WORK/ddp-*.txt" --samples 600 --report "$WORK/ddp.json" || fail=1
 else
@@ -74,7 +74,7 @@ else
 	echo "not ok - ddp-dataset.sbatch"
 	fail=1
 fi
-if wait_report "$WORK/dataset.json"; then
+if have_report "$WORK/dataset.json"; then
 	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
 		--outs "$WORK/dataset-*.txt" --samples 600 --report "$WORK/dataset.json" || fail=1
 	PYTHONPATH=$PLUGIN_PREFIX/python "$PYTHON" -m nopfs.report "$WORK/dataset.json" | sed 's/^/# /'
@@ -123,8 +123,8 @@ if grep -q "^epoch 0: mean loss" "$WORK/chain-1.out" && ! grep -q "^epoch 1" "$W
 	grep -q "^stopped within epoch 1: 96 samples per rank read" "$WORK/chain-2.out" &&
 	grep -q "^resumed after epoch 0, and 96 samples per rank of epoch 1" "$WORK/chain-3.out" &&
 	grep -q "^epoch 2: mean loss" "$WORK/chain-3.out" &&
-	wait_report "$WORK/chain-1.json" && wait_report "$WORK/chain-2.json" &&
-	wait_report "$WORK/chain-3.json" &&
+	have_report "$WORK/chain-1.json" && have_report "$WORK/chain-2.json" &&
+	have_report "$WORK/chain-3.json" &&
 	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
 		--outs "$WORK/chain-2-*.txt" --samples 288 &&
 	"$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" \
@@ -154,7 +154,7 @@ if ((have_mpi)); then
 		run_mpi_example || true
 	fi
 	cat "$WORK/mpi.out" 2>/dev/null || true
-	if wait_report "$WORK/mpi.json" && "$PYTHON" - "$WORK" <<'PY'; then
+	if have_report "$WORK/mpi.json" && "$PYTHON" - "$WORK" <<'PY'; then
 import glob, json, os, re, sys
 from torchvision.datasets import ImageFolder
 work = sys.argv[1]

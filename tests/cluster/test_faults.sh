@@ -79,9 +79,7 @@ if train plain && train eio "${nopfs_options[@]}" --nopfs-report="$WORK/eio.json
 	else
 		not_ok "EIO: plain and nopfs differ ($eio_lines error:EIO lines plain): $(diff "$WORK/plain.lines" "$WORK/eio.lines" | head -n 8)"
 	fi
-	for _ in $(seq 1 100); do [[ -s $WORK/eio.json ]] && break; sleep 0.2; done
-	job=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["job_id"])' \
-		"$WORK/eio.json" 2>/dev/null || true)
+	job=$(report_job "$WORK/eio.json")
 	if failed=$("$PYTHON" - "$WORK/eio.json" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))

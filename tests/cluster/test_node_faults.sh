@@ -46,21 +46,7 @@ srun $PYTHON $WORK/train.py --data $WORK/data --epochs 3 --workers 0 --batch-siz
 echo "srun exit \$?"
 JOB
 job=$(cd "$WORK" && "${RUNU[@]}" sbatch --parsable -o "$WORK/faults.out" "$WORK/faults.sh")
-# until each of the 6 ranks has read 8 samples (60 s at most)
-read_by_all() {
-	local out ranks
-	for _ in $(seq 1 300); do
-		ranks=0
-		for out in "$WORK"/faults-{0..5}.txt; do
-			[[ -e $out && $(wc -l <"$out") -ge 8 ]] && ranks=$((ranks + 1))
-		done
-		((ranks == 6)) && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
-if wait_agents "$job" && read_by_all; then
+if wait_agents "$job" && wait_read faults 6 8; then
 	# shellcheck disable=SC2016 # expanded by the node's shell
 	gone=$("$NC" exec-node n3 sh -c 'ls -d "$0"/nopfs-"$1"* && rm -rf "$0"/nopfs-"$1"*' "$SSD" "$job")
 	if [[ -n $gone ]]; then
@@ -103,7 +89,7 @@ else
 fi
 "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/faults-*.txt" \
 	--samples 1800 || fails=$((fails + 1))
-for _ in $(seq 1 50); do [[ -s $WORK/nopfs-$job.json ]] && break; sleep 0.2; done
+wait_report "$WORK/nopfs-$job.json" 10 || true
 if summary=$("$PYTHON" - "$WORK/nopfs-$job.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

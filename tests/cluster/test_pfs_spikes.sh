@@ -42,7 +42,7 @@ if train plain && train spikes --nopfs-dataset="$WORK/data" --nopfs-epochs=2 --n
 		echo "not ok - spikes: plain and nopfs differ: $(diff "$WORK/plain.lines" "$WORK/spikes.lines" | head -n 6)"
 		fails=$((fails + 1))
 	fi
-	for _ in $(seq 1 100); do [[ -s $WORK/spikes.json ]] && break; sleep 0.2; done
+	wait_report "$WORK/spikes.json" || true
 	if summary=$("$PYTHON" - "$WORK/spikes.json" "$(cat "$WORK/plain.time")" "$(cat "$WORK/spikes.time")" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
@@ -65,8 +65,7 @@ PY
 		echo "not ok - spikes: the report: $summary"
 		fails=$((fails + 1))
 	fi
-	job=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["job_id"])' \
-		"$WORK/spikes.json" 2>/dev/null || true)
+	job=$(report_job "$WORK/spikes.json")
 	[[ -z $job ]] || { wait_gone "$job" && nothing_left "$job" || fails=$((fails + 1)); }
 else
 	echo "not ok - spikes: a run failed"

@@ -38,9 +38,7 @@ for i in $(seq 1 "$JOBS"); do
 		echo "not ok - job $i: a task read other bytes: $(cat "$out")"
 		fails=$((fails + 1))
 	fi
-	for _ in $(seq 1 100); do [[ -s $WORK/soak-$i.json ]] && break; sleep 0.1; done
-	job=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["job_id"])' \
-		"$WORK/soak-$i.json" 2>/dev/null || true)
+	job=$(report_job "$WORK/soak-$i.json" 10)
 	if [[ -z $job ]]; then
 		echo "not ok - job $i wrote no job report"
 		fails=$((fails + 1))

@@ -107,7 +107,7 @@ fi
 	--nopfs-dataset="$WORK/data" --nopfs-epochs=1 --nopfs-report="$WORK/salloc.json" \
 	srun "$PYTHON" train.py --data "$WORK/data" --epochs 1 --workers 1 --out "$WORK/s3-%r.txt" \
 	>"$WORK/salloc.out" 2>&1) || { echo "not ok - salloc job failed"; cat "$WORK/salloc.out"; fail=1; }
-for _ in $(seq 1 100); do [[ -e $WORK/salloc.json ]] && break; sleep 0.1; done
+wait_report "$WORK/salloc.json" 10 || true
 grep -q "^nopfs: job report: $WORK/salloc.json" "$WORK/salloc.out" ||
 	{ echo "not ok - salloc printed no job report"; fail=1; }
 salloc_job=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$WORK/salloc.out")

@@ -33,13 +33,13 @@ agent_log() {
 	"$NC" exec-node "$1" sh -c 'cat /tmp/nopfs-$0.*/agent.log 2>/dev/null' "$2"
 }
 
-# wait_logged JOB TEXT: until every node's agent has logged TEXT (60 s at most)
-wait_logged() {
+# on_every_node CMD...: until CMD ... NODE succeeds for n1, n2 and n3 (60 s at most)
+on_every_node() {
 	local node found
 	for _ in $(seq 1 300); do
 		found=0
 		for node in n1 n2 n3; do
-			agent_log "$node" "$1" | grep -qF -- "$2" && found=$((found + 1))
+			"$@" "$node" && found=$((found + 1))
 		done
 		((found == 3)) && return 0
 		sleep 0.2
@@ -47,18 +47,14 @@ wait_logged() {
 	return 1
 }
 
-# wait_running JOB: until an agent of JOB runs on every node (60 s at most)
-wait_running() {
-	local node found
-	for _ in $(seq 1 300); do
-		found=0
-		for node in n1 n2 n3; do
-			[[ -n $(node_agent "$node" "$1") ]] && found=$((found + 1))
-		done
-		((found == 3)) && return 0
-		sleep 0.2
-	done
-	return 1
+# has_logged JOB TEXT NODE: JOB's agent on NODE has logged TEXT
+has_logged() {
+	agent_log "$3" "$1" | grep -qF -- "$2"
+}
+
+# runs_agent JOB NODE: an agent of JOB runs on NODE
+runs_agent() {
+	[[ -n $(node_agent "$2" "$1") ]]
 }
 
 # terminate JOB: SIGTERM to JOB's agent on every node; sets stop_ms to the
@@ -155,7 +151,7 @@ check() {
 
 # 1. in the catalog: node 0 scanning, the others waiting for it
 submit catalog 0
-if wait_running "$job" && sleep 1 && ! agent_log n1 "$job" | grep -q "catalog: "; then
+if on_every_node runs_agent "$job" && sleep 1 && ! agent_log n1 "$job" | grep -q "catalog: "; then
 	terminate "$job"
 	check catalog "during the catalog: stopping before serving" \
 		"stopped while waiting for the other agents|during the catalog: stopping before serving"
@@ -165,34 +161,20 @@ fi
 
 # 2. in the probe, a second after every node has its catalog
 submit probe 0
-if wait_logged "$job" "catalog: " && sleep 1 && ! agent_log n1 "$job" | grep -q "probe took"; then
+if on_every_node has_logged "$job" "catalog: " && sleep 1 && ! agent_log n1 "$job" | grep -q "probe took"; then
 	terminate "$job"
 	check probe "during the probe: stopping before serving" "during the probe: stopping before serving"
 else
 	missed probe "were not in their probe"
 fi
 
-# read_by_all NAME N: until each of the 3 ranks of job NAME has read N samples (60 s at most)
-read_by_all() {
-	local out ranks
-	for _ in $(seq 1 300); do
-		ranks=0
-		for out in "$WORK/$1"-{0,1,2}.txt; do
-			[[ -e $out && $(wc -l <"$out") -ge $2 ]] && ranks=$((ranks + 1))
-		done
-		((ranks == 3)) && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
 # 3. while serving, once every rank has read 4 of its 40 samples (a batch
 # of one every 0.25 s)
 submit serve 0.25
-if wait_agents "$job" && read_by_all serve 4; then
+if wait_agents "$job" && wait_read serve 3 4; then
 	terminate "$job"
 	check serve "report written to" "report written to"
-	for _ in $(seq 1 50); do [[ -s $WORK/nopfs-$job.json ]] && break; sleep 0.2; done
+	wait_report "$WORK/nopfs-$job.json" 10 || true
 	if summary=$("$PYTHON" - "$WORK/nopfs-$job.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -46,9 +46,7 @@ fi
 
 jobs=()
 for seed in 7 8; do
-	for _ in $(seq 1 100); do [[ -s $WORK/job-$seed.json ]] && break; sleep 0.2; done
-	job=$("$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))["job_id"])' \
-		"$WORK/job-$seed.json" 2>/dev/null || true)
+	job=$(report_job "$WORK/job-$seed.json")
 	if [[ -z $job ]]; then
 		echo "not ok - no job report for seed $seed"
 		fails=$((fails + 1))

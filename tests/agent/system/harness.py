@@ -90,13 +90,18 @@ class Workspace:
         subprocess.run([PYTHON, MAKE_DATASET, self.data, "--samples", str(samples),
                         "--classes", str(classes), "--mean", mean, "--sd", sd],
                        check=True, stdout=subprocess.DEVNULL)
+        self.rescan()
+        self.dataset_bytes = sum(os.path.getsize(p) for p in self.paths)
+        self._digests = {}
+
+    def rescan(self):
+        """The samples as ImageFolder orders them (sorted str names, undecodable
+        bytes escaped), again after a test added some."""
         self.paths = []
         for cls in sorted(os.listdir(self.data)):
             for name in sorted(os.listdir(os.path.join(self.data, cls))):
                 if name.endswith(".JPEG"):
                     self.paths.append(os.path.join(self.data, cls, name))
-        self.dataset_bytes = sum(os.path.getsize(p) for p in self.paths)
-        self._digests = {}
 
     def digest(self, index):
         if index not in self._digests:

@@ -30,8 +30,7 @@ for path, size in ((large, 80 << 20), (served, 60 << 20)):
     with open(path, "wb") as f:
         f.write(os.urandom(size))
 
-ws.paths = [os.path.join(ws.data, c, n) for c in classes
-            for n in sorted(os.listdir(os.path.join(ws.data, c))) if n.endswith(".JPEG")]
+ws.rescan()
 ws.dataset_bytes = sum(os.path.getsize(p) for p in ws.paths)
 digest = hashlib.sha256()
 with open(sparse, "rb") as f:

@@ -55,9 +55,7 @@ with open(os.path.join(ws.data, classes[1], "zz-new\nline.JPEG"), "wb") as f:
     f.write(b"a name with a newline" * 50)
 with open(os.path.join(ws.data.encode(), classes[2].encode(), b"zz-\xff\xfe.JPEG"), "wb") as f:
     f.write(b"a name that is not UTF-8" * 50)
-# the samples as ImageFolder orders them (sorted str names, undecodable bytes escaped)
-ws.paths = [os.path.join(ws.data, c, n) for c in classes
-            for n in sorted(os.listdir(os.path.join(ws.data, c))) if n.endswith(".JPEG")]
+ws.rescan()
 ws.dataset_bytes = sum(os.path.getsize(p) for p in ws.paths if p not in special)
 samples = len(ws.paths)
 
