@@ -543,16 +543,23 @@ void team_fini(struct agent *agent)
 	agent->meta = NULL;
 }
 
-/* A peer asks for @sample: answer from a local tier if it is there. */
-static nopfs_status serve_peer(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size)
+/*
+ * A peer asks for @length bytes at @offset of @sample (@size bytes): answer
+ * from a local tier if it is there. Within one plan a present copy does not
+ * change (*@plan: the plan's generation).
+ */
+static nopfs_status serve_peer_range(void *arg, nopfs_sample_id sample, uint64_t size,
+                                     uint64_t offset, void *buffer, uint64_t length, uint64_t *plan)
 {
 	struct agent *agent = arg;
 	nopfs_status status = NOPFS_ERR_NOT_FOUND;
 
 	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
 		return NOPFS_ERR_NOT_FOUND; /* changing plans */
+	*plan = agent->generation;
 	if (sample >= agent->job.sampler.count ||
-	    nopfs_catalog_size(agent->job.catalog, sample) != size)
+	    nopfs_catalog_size(agent->job.catalog, sample) != size || offset > size ||
+	    length > size - offset)
 		goto out;
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		struct tier *tier = &agent->tiers.tier[t];
@@ -561,7 +568,7 @@ static nopfs_status serve_peer(void *arg, nopfs_sample_id sample, void *buffer, 
 		if (position < 0)
 			continue;
 		if (atomic_load(&tier->state[position]) == TIER_PRESENT) {
-			status = tier_read(tier, (uint64_t)position, buffer);
+			status = tier_read_range(tier, (uint64_t)position, offset, buffer, length);
 			break;
 		}
 		if ((uint64_t)position < tier->primary_count) {
@@ -572,6 +579,13 @@ static nopfs_status serve_peer(void *arg, nopfs_sample_id sample, void *buffer, 
 out:
 	pthread_rwlock_unlock(&agent->plan_lock);
 	return status;
+}
+
+static nopfs_status serve_peer(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size)
+{
+	uint64_t plan;
+
+	return serve_peer_range(arg, sample, size, 0, buffer, size, &plan);
 }
 
 /*
@@ -684,6 +698,7 @@ nopfs_status team_connect_peers(struct agent *agent)
 		.state_bytes = ram ? ram->primary_count : 0,
 		.present_value = TIER_PRESENT,
 		.serve = serve_peer,
+		.serve_range = serve_peer_range,
 		.fill = fill_for_peer,
 		.notice = agent_notice,
 		.origin_kind = AGENT_NOTICE_CATALOG,

@@ -79,11 +79,26 @@ static nopfs_status arena_serve(void *arg, nopfs_sample_id sample, void *buffer,
 	return NOPFS_OK;
 }
 
+/* The same a part at a time, as the agents serve the stream path from their tiers. */
+static nopfs_status arena_serve_range(void *arg, nopfs_sample_id sample, uint64_t size,
+                                      uint64_t offset, void *buffer, uint64_t length,
+                                      uint64_t *plan)
+{
+	struct arena *arena = arg;
+
+	if (sample >= SIZES || size != sizes[sample] || offset > size || length > size - offset)
+		return NOPFS_ERR_NOT_FOUND;
+	memcpy(buffer, arena->ram + arena->offsets[sample] + offset, length);
+	*plan = 0;
+	return NOPFS_OK;
+}
+
 static struct peer_plane *plane_create(uint32_t node, struct arena *arena,
                                        const unsigned char *secret)
 {
 	struct peer_config config = { .node = node,
 		                      .one_sided = PEER_ONE_SIDED_EMULATED,
+		                      .stream = PEER_STREAM_ON,
 		                      .present_value = PRESENT,
 		                      .timeout_ms = 10000 };
 	struct peer_plane *plane;
@@ -95,6 +110,7 @@ static struct peer_plane *plane_create(uint32_t node, struct arena *arena,
 		config.state_base = arena->state;
 		config.state_bytes = SIZES;
 		config.serve = arena_serve;
+		config.serve_range = arena_serve_range;
 		config.serve_arg = arena;
 	}
 	return peer_plane_create(&config, &plane) == NOPFS_OK ? plane : NULL;

@@ -16,4 +16,5 @@ agent_libnopfs_agent_la_SOURCES += \
 	agent/peer/peer_regions.c \
 	agent/peer/peer_pipe.c \
 	agent/peer/peer_pipe.h \
-	agent/peer/peer_serve.c
+	agent/peer/peer_serve.c \
+	agent/peer/peer_stream.c

@@ -294,9 +294,12 @@ nopfs_status peer_plane_create(const struct peer_config *config, struct peer_pla
 	status = worker_create(plane);
 	if (status != NOPFS_OK)
 		goto out_cleanup_context;
-	status = peer_regions_map(plane);
+	status = peer_stream_start(plane);
 	if (status != NOPFS_OK)
 		goto out_destroy_worker;
+	status = peer_regions_map(plane);
+	if (status != NOPFS_OK)
+		goto out_stop_stream;
 	status = peer_record_build(plane);
 	if (status != NOPFS_OK)
 		goto out_unmap_regions;
@@ -322,6 +325,9 @@ out_free_record:
 	free(plane->record_blobs);
 out_unmap_regions:
 	peer_regions_unmap(plane);
+out_stop_stream:
+	atomic_store(&plane->stopping, true);
+	peer_stream_stop(plane);
 out_destroy_worker:
 	ucp_worker_destroy(plane->worker);
 out_cleanup_context:
@@ -371,6 +377,7 @@ void peer_plane_destroy(struct peer_plane *plane)
 	if (!plane)
 		return;
 	atomic_store(&plane->stopping, true);
+	peer_stream_stop(plane);
 	peer_answerer_stop(plane); /* may still need progress to send its answer */
 	progress_stop(plane);
 	peer_nodes_destroy(plane);

@@ -27,11 +27,23 @@ struct peer_plane;
  * a thread of its own, through the fill callback); NOPFS_ERR_NOT_FOUND when
  * it does not keep it. Called from the progress thread: must not block for
  * long (the plane answers nothing else meanwhile) and must not call
- * peer_plane_*() functions. A request whose sample number does not fit a
+ * peer_plane_*() functions. Also called from the stream path's threads,
+ * several at once. A request whose sample number does not fit a
  * nopfs_sample_id is answered "not available" without calling it.
  */
 typedef nopfs_status (*peer_serve_fn)(void *arg, nopfs_sample_id sample, void *buffer,
                                       uint64_t size);
+
+/*
+ * The stream path's serve, a part at a time: copy @length bytes at @offset
+ * of @sample (@size bytes in all) into @buffer and set *@plan to the plan
+ * they are of (any number that changes with the agent's plans); returns as
+ * serve does. The stream path sends a sample only if all its parts came from
+ * one plan. Called from the stream path's threads, several at once.
+ */
+typedef nopfs_status (*peer_serve_range_fn)(void *arg, nopfs_sample_id sample, uint64_t size,
+                                            uint64_t offset, void *buffer, uint64_t length,
+                                            uint64_t *plan);
 
 /*
  * Fetch @sample, which serve said this agent keeps but does not have yet,
@@ -70,10 +82,23 @@ enum peer_one_sided {
 	PEER_ONE_SIDED_EMULATED, /* whatever the transport: tests and benchmarks only */
 };
 
+/*
+ * Whether fetches go over the stream path: the kernel's TCP between the
+ * agents, every message and every chunk of a sample authenticated, rather
+ * than UCX's TCP transport, which copies each byte twice more. Requests and
+ * notices to a node without one still go through UCX.
+ */
+enum peer_stream {
+	PEER_STREAM_AUTO = 0, /* where one-sided reads are off (UCX over TCP, ...) */
+	PEER_STREAM_OFF,
+	PEER_STREAM_ON,
+};
+
 struct peer_config {
 	uint32_t node;                           /* this agent's node index, for messages */
 	unsigned char secret[PEER_SECRET_BYTES]; /* the job's; all zero is refused */
 	enum peer_one_sided one_sided;
+	enum peer_stream stream;
 	/* Requests are refused, without allocating, past these (0: none; 1 GiB). */
 	uint64_t max_samples;     /* sample numbers are below this */
 	uint64_t max_sample_size; /* bytes of one sample */
@@ -85,9 +110,10 @@ struct peer_config {
 	/* tests only: called between a get's bytes and its second look at the state */
 	void (*between_gets)(void *arg);
 	void *between_gets_arg;
-	peer_serve_fn serve;   /* for requests; may be NULL (answers "not available") */
-	peer_fill_fn fill;     /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
-	peer_notice_fn notice; /* for notices; may be NULL (dropped) */
+	peer_serve_fn serve;             /* for requests; may be NULL (answers "not available") */
+	peer_serve_range_fn serve_range; /* the stream path's; NULL: serve */
+	peer_fill_fn fill;               /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
+	peer_notice_fn notice;           /* for notices; may be NULL (dropped) */
 	/*
 	 * Notices of kind @origin_kind (0: none) are taken from node 0 only,
 	 * and only up to @origin_max bytes: node 0 alone announces where the
@@ -95,7 +121,7 @@ struct peer_config {
 	 */
 	uint32_t origin_kind;
 	size_t origin_max;
-	void *serve_arg; /* of the three */
+	void *serve_arg; /* of the callbacks */
 	int timeout_ms;  /* deadline of every remote operation, > 0 */
 	/*
 	 * Plus the operation's bytes at this rate (bytes/s; 0: nothing more): a
@@ -123,7 +149,16 @@ struct peer_record {
 	uint64_t state_base;
 	uint64_t ram_bytes; /* their lengths: reads are checked against them */
 	uint64_t state_bytes;
+	/*
+	 * Where its stream path listens (PEER_STREAM_ADDRESS_BYTES each: IPv4
+	 * address and port, network order); NULL/0 when it has none.
+	 */
+	void *stream;
+	size_t stream_length;
 };
+
+#define PEER_STREAM_ADDRESS_BYTES 6
+#define PEER_STREAM_ADDRESSES_MAX 8
 
 /* Statistics of the plane, for the report. */
 struct peer_stats {

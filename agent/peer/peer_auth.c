@@ -2,14 +2,16 @@
  * Authentication of every message of the plane: the job's key, the sender's
  * nonces, sealing what is sent and opening what is received.
  *
- * AES-256-GMAC rather than HMAC-SHA256: a response carries a whole sample
- * (up to many MB) and is authenticated by its sender and again by its
- * receiver, on the path of the read. Measured on one core with OpenSSL
- * (AES-NI, PCLMULQDQ, SHA-NI): GMAC 8.5 GB/s, HMAC-SHA256 1.7 GB/s; with
- * HMAC a 16 MB fetch would cost ~19 ms of MACs, with GMAC ~4 ms. GMAC needs
- * nonces that never repeat under one key: (sender node, sequence number),
- * the sequence starting at random (an agent restarted within the job does
- * not reuse its old nonces but for odds of 2^-40 and less).
+ * ChaCha20-Poly1305 over nothing, the message as its authenticated data (a
+ * MAC, as GMAC is for AES-GCM), rather than HMAC-SHA256: a response carries
+ * a whole sample (up to many MB) and is authenticated by its sender and
+ * again by its receiver, on the path of the read. Measured on one core with
+ * OpenSSL 3.0 (AVX-512): Poly1305 12.7 GB/s, AES-256-GMAC 8.3 GB/s,
+ * HMAC-SHA256 1.7 GB/s. It needs nonces that never repeat under one key:
+ * (sender node, sequence number), the sequence starting at random (an agent
+ * restarted within the job does not reuse its old nonces but for odds of
+ * 2^-40 and less). The stream path's chunks have keys of their own, one per
+ * sending node, and nonces (chunk index, the response's sequence number).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -25,11 +27,12 @@
 #include "common/log.h"
 #include "peer_internal.h"
 
-#define KEY_LABEL      "nopfs data plane: AES-256-GMAC key, version 1"
+#define KEY_LABEL      "nopfs data plane: ChaCha20-Poly1305 key, version 2"
+#define CHUNK_LABEL    "nopfs data plane: stream chunk keys, version 2"
 #define SEQ_BITS       62
 #define PAYLOAD_NONCE  ((uint64_t)1 << 63)
 #define WINDOW_NODES   (1u << 16) /* senders tracked: more than the nodes of any job */
-#define GMAC_CHUNK     (1u << 30) /* OpenSSL takes int lengths */
+#define MAC_CHUNK      (1u << 30) /* OpenSSL takes int lengths */
 #define DROP_LOG_EVERY 1000000000u
 
 static nopfs_status fill_random(void *buffer, size_t length)
@@ -57,13 +60,13 @@ nopfs_status peer_secret_generate(unsigned char secret[PEER_SECRET_BYTES])
 }
 
 /* Add @length bytes at @data to the authenticated data of @ctx. */
-static bool gmac_add(EVP_CIPHER_CTX *ctx, const void *data, size_t length)
+static bool mac_add(EVP_CIPHER_CTX *ctx, const void *data, size_t length)
 {
 	const unsigned char *at = data;
 	int unused;
 
 	while (length > 0) {
-		int chunk = length > GMAC_CHUNK ? (int)GMAC_CHUNK : (int)length;
+		int chunk = length > MAC_CHUNK ? (int)MAC_CHUNK : (int)length;
 
 		if (EVP_EncryptUpdate(ctx, NULL, &unused, at, chunk) != 1)
 			return false;
@@ -73,9 +76,9 @@ static bool gmac_add(EVP_CIPHER_CTX *ctx, const void *data, size_t length)
 	return true;
 }
 
-/* The GMAC of @a then @b (either may be empty) under nonce (@node, @seq). */
-static bool gmac(const struct peer_plane *plane, uint32_t node, uint64_t seq, const void *a,
-                 size_t a_length, const void *b, size_t b_length, unsigned char tag[PEER_TAG_BYTES])
+/* The tag of @a then @b (either may be empty) under nonce (@node, @seq). */
+static bool mac(const struct peer_plane *plane, uint32_t node, uint64_t seq, const void *a,
+                size_t a_length, const void *b, size_t b_length, unsigned char tag[PEER_TAG_BYTES])
 {
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
 	unsigned char nonce[12], unused_out[16];
@@ -86,12 +89,53 @@ static bool gmac(const struct peer_plane *plane, uint32_t node, uint64_t seq, co
 		nonce[i] = (unsigned char)(node >> (8 * i));
 	for (int i = 0; i < 8; i++)
 		nonce[4 + i] = (unsigned char)(seq >> (8 * i));
-	ok = ctx && EVP_EncryptInit_ex(ctx, plane->gcm, NULL, plane->key, nonce) == 1 &&
-	     gmac_add(ctx, a, a_length) && gmac_add(ctx, b, b_length) &&
+	ok = ctx && EVP_EncryptInit_ex(ctx, plane->mac_cipher, NULL, plane->key, nonce) == 1 &&
+	     mac_add(ctx, a, a_length) && mac_add(ctx, b, b_length) &&
 	     EVP_EncryptFinal_ex(ctx, unused_out, &unused) == 1 &&
-	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, PEER_TAG_BYTES, tag) == 1;
+	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, PEER_TAG_BYTES, tag) == 1;
 	EVP_CIPHER_CTX_free(ctx);
 	return ok;
+}
+
+/*
+ * A context for the tags of @node's stream chunks, keyed with
+ * HMAC-SHA256(chunk key, node as 4 bytes little endian); NULL on failure.
+ */
+EVP_CIPHER_CTX *peer_auth_chunk_context(struct peer_plane *plane, uint32_t node)
+{
+	unsigned char label[4], key[EVP_MAX_MD_SIZE];
+	unsigned int key_length = 0;
+	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+
+	for (int i = 0; i < 4; i++)
+		label[i] = (unsigned char)(node >> (8 * i));
+	if (!ctx ||
+	    !HMAC(EVP_sha256(), plane->chunk_key, sizeof(plane->chunk_key), label, sizeof(label),
+	          key, &key_length) ||
+	    key_length < 32 || EVP_EncryptInit_ex(ctx, plane->mac_cipher, NULL, key, NULL) != 1) {
+		nopfs_error("node %u: cannot key the stream chunks of node %u (OpenSSL)",
+		            plane->config.node, node);
+		EVP_CIPHER_CTX_free(ctx);
+		ctx = NULL;
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	return ctx;
+}
+
+/* The tag of chunk @index of the response numbered @seq, under @ctx's key. */
+bool peer_auth_chunk_tag(EVP_CIPHER_CTX *ctx, uint64_t seq, uint32_t index, const void *data,
+                         size_t length, unsigned char tag[PEER_TAG_BYTES])
+{
+	unsigned char nonce[12], unused_out[16];
+	int unused;
+
+	for (int i = 0; i < 4; i++)
+		nonce[i] = (unsigned char)(index >> (8 * i));
+	for (int i = 0; i < 8; i++)
+		nonce[4 + i] = (unsigned char)(seq >> (8 * i));
+	return EVP_EncryptInit_ex(ctx, NULL, NULL, NULL, nonce) == 1 &&
+	       mac_add(ctx, data, length) && EVP_EncryptFinal_ex(ctx, unused_out, &unused) == 1 &&
+	       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, PEER_TAG_BYTES, tag) == 1;
 }
 
 /* The tag of a header: everything but the tag itself. */
@@ -101,14 +145,14 @@ static bool header_tag(const struct peer_plane *plane, const void *header, size_
 	const struct peer_auth *auth = header;
 	size_t after = offsetof(struct peer_auth, tag) + PEER_TAG_BYTES;
 
-	return gmac(plane, auth->node, auth->seq, header, offsetof(struct peer_auth, tag),
-	            (const char *)header + after, header_length - after, tag);
+	return mac(plane, auth->node, auth->seq, header, offsetof(struct peer_auth, tag),
+	           (const char *)header + after, header_length - after, tag);
 }
 
 static bool payload_tag(const struct peer_plane *plane, const struct peer_auth *auth,
                         const void *payload, size_t length, unsigned char tag[PEER_TAG_BYTES])
 {
-	return gmac(plane, auth->node, auth->seq | PAYLOAD_NONCE, payload, length, NULL, 0, tag);
+	return mac(plane, auth->node, auth->seq | PAYLOAD_NONCE, payload, length, NULL, 0, tag);
 }
 
 nopfs_status peer_auth_init(struct peer_plane *plane)
@@ -131,10 +175,18 @@ nopfs_status peer_auth_init(struct peer_plane *plane)
 		return NOPFS_ERR_INTERNAL;
 	}
 	memcpy(plane->key, digest, sizeof(plane->key));
+	if (!HMAC(EVP_sha256(), plane->config.secret, PEER_SECRET_BYTES,
+	          (const unsigned char *)CHUNK_LABEL, strlen(CHUNK_LABEL), digest,
+	          &digest_length) ||
+	    digest_length < sizeof(plane->chunk_key)) {
+		nopfs_error("node %u: cannot derive the data plane's key", plane->config.node);
+		return NOPFS_ERR_INTERNAL;
+	}
+	memcpy(plane->chunk_key, digest, sizeof(plane->chunk_key));
 	/* fetched once: an implicit fetch on every message costs a lookup under a lock */
-	plane->gcm = EVP_CIPHER_fetch(NULL, "AES-256-GCM", NULL);
-	if (!plane->gcm) {
-		nopfs_error("node %u: OpenSSL has no AES-256-GCM", plane->config.node);
+	plane->mac_cipher = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
+	if (!plane->mac_cipher) {
+		nopfs_error("node %u: OpenSSL has no ChaCha20-Poly1305", plane->config.node);
 		return NOPFS_ERR_UNSUPPORTED;
 	}
 	OPENSSL_cleanse(digest, sizeof(digest));
@@ -150,8 +202,9 @@ nopfs_status peer_auth_init(struct peer_plane *plane)
 void peer_auth_fini(struct peer_plane *plane)
 {
 	OPENSSL_cleanse(plane->key, sizeof(plane->key));
-	EVP_CIPHER_free(plane->gcm);
-	plane->gcm = NULL;
+	OPENSSL_cleanse(plane->chunk_key, sizeof(plane->chunk_key));
+	EVP_CIPHER_free(plane->mac_cipher);
+	plane->mac_cipher = NULL;
 	free(plane->windows);
 	plane->windows = NULL;
 	plane->window_slots = 0;
@@ -170,7 +223,7 @@ nopfs_status peer_auth_seal(struct peer_plane *plane, enum peer_am_id kind, uint
 		.seq = atomic_fetch_add(&plane->seq, 1),
 		.length = length,
 	};
-	if ((length && !payload_tag(plane, auth, payload, length, auth->payload_tag)) ||
+	if ((payload && length && !payload_tag(plane, auth, payload, length, auth->payload_tag)) ||
 	    !header_tag(plane, header, header_length, auth->tag)) {
 		nopfs_error("node %u: cannot authenticate a message (OpenSSL)", plane->config.node);
 		return NOPFS_ERR_INTERNAL;

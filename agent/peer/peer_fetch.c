@@ -1,5 +1,7 @@
 /*
- * Request/response, the asking side: an active message names the sample and
+ * Request/response, the asking side. Over the stream path where the node has
+ * one (peer_stream.c); otherwise, or when it cannot be had now, through UCX:
+ * an active message names the sample and
  * an id; the owner's response carries the id and the bytes, either eagerly
  * (copied in the handler) or by rendezvous (received with
  * ucp_am_recv_data_nbx()), into the operation's buffer; the caller copies
@@ -154,11 +156,24 @@ static nopfs_status fetch_sample(struct peer_op *op)
 		peer_pending_drop(op, UCS_ERR_CONNECTION_RESET);
 	post_request(op);
 	status = peer_op_wait(op, "request", on_deadline);
-	if (status == NOPFS_OK && op->not_available) {
-		peer_count(op->plane, not_available, 1);
+	if (status == NOPFS_OK && op->not_available)
 		return NOPFS_ERR_NOT_FOUND;
-	}
 	return status;
+}
+
+/* Count a fetch's outcome (either path); its status. */
+static nopfs_status fetch_counted(struct peer_plane *plane, struct peer_node *peer,
+                                  nopfs_status status, uint64_t size)
+{
+	if (status == NOPFS_OK || status == NOPFS_ERR_NOT_FOUND) /* it answered */
+		atomic_store(&peer->lost, false);
+	if (status == NOPFS_OK) {
+		peer_count(plane, requests, 1);
+		peer_count(plane, request_bytes, size);
+	} else if (status == NOPFS_ERR_NOT_FOUND) {
+		peer_count(plane, not_available, 1);
+	}
+	return peer_op_count(plane, status);
 }
 
 nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sample_id sample,
@@ -175,6 +190,9 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sam
 	}
 	if (!peer_op_size_is_valid(plane, node, dest, size, "request"))
 		return peer_op_count(plane, NOPFS_ERR_INVALID);
+	status = peer_stream_fetch(plane, peer, sample, dest, size);
+	if (status != NOPFS_ERR_UNSUPPORTED)
+		return fetch_counted(plane, peer, status, size);
 	status = peer_node_acquire(plane, peer, &conn);
 	if (status != NOPFS_OK)
 		return peer_op_count(plane, status);
@@ -193,11 +211,5 @@ nopfs_status peer_plane_fetch(struct peer_plane *plane, uint32_t node, nopfs_sam
 	if (status == NOPFS_OK)
 		peer_op_deliver(op, dest);
 	peer_op_release(op);
-	if (status == NOPFS_OK || status == NOPFS_ERR_NOT_FOUND) /* it answered */
-		atomic_store(&peer->lost, false);
-	if (status == NOPFS_OK) {
-		peer_count(plane, requests, 1);
-		peer_count(plane, request_bytes, size);
-	}
-	return peer_op_count(plane, status);
+	return fetch_counted(plane, peer, status, size);
 }

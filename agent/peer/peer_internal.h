@@ -10,6 +10,7 @@
  *   peer_serve.c   request/response: the answering side
  *   peer_notice.c  plans: the generation, new regions, notices between agents
  *   peer_record.c  the published record, packed and unpacked
+ *   peer_stream.c  fetches over the kernel's TCP: both sides, connections
  * Threads and lock order: docs/protocols.md.
  */
 #ifndef NOPFS_AGENT_PEER_INTERNAL_H
@@ -20,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <ucp/api/ucp.h>
 
@@ -29,6 +31,9 @@ enum peer_am_id {
 	PEER_AM_REQUEST = 1,  /* asker -> owner: struct peer_request, no data */
 	PEER_AM_RESPONSE = 2, /* owner -> asker: struct peer_response, the bytes */
 	PEER_AM_NOTICE = 3,   /* any -> any: struct peer_notice, its payload */
+	/* the stream path's own (never active messages) */
+	PEER_STREAM_HELLO = 4,    /* both ways, first: struct peer_hello */
+	PEER_STREAM_RESPONSE = 5, /* owner -> asker: struct peer_response, then chunks */
 };
 
 #define PEER_MAGIC     0x3246504eu /* "NPF2" read as little endian */
@@ -38,7 +43,7 @@ enum peer_am_id {
  * What every active-message header starts with. The agents of a job run the
  * same build, so headers travel in host order. @tag authenticates the whole
  * header (this and what follows, @tag left out), @payload_tag the payload;
- * both are AES-256-GMAC with the job's key, under the nonces (@node, @seq)
+ * both are ChaCha20-Poly1305 tags (a MAC) with the job's key, under the nonces (@node, @seq)
  * and (@node, @seq | 2^63): a sender's @seq grows by one a message from a
  * random start below 2^62, so no nonce repeats. The receiver drops what does
  * not verify, or repeats a (@node, @seq) it saw, before looking at anything
@@ -69,6 +74,13 @@ struct peer_notice {
 	struct peer_auth auth; /* generation: the notice's */
 	uint32_t sender;       /* the sending agent's node, as authenticated */
 	uint32_t kind;         /* the agent's, opaque to the plane */
+};
+
+/* Who is at each end of a stream connection: the first message both ways. */
+struct peer_hello {
+	struct peer_auth auth; /* generation: unused (0) */
+	uint32_t asker;        /* the connecting agent's node */
+	uint32_t owner;        /* the node it means to reach */
 };
 
 enum peer_answer {
@@ -118,8 +130,28 @@ struct peer_conn {
 	nopfs_status close_reason; /* what canceled operations report */
 };
 
+/* One stream connection of an asker: the socket, the owner's chunk key. */
+struct peer_stream_conn {
+	int fd;
+	EVP_CIPHER_CTX *chunks; /* keyed for the owner's chunks */
+};
+
+/* Stream connections to one node, in use or idle, and where it listens. */
+#define PEER_STREAM_IDLE_MAX 4
+struct peer_stream_peer {
+	pthread_mutex_t lock;
+	struct sockaddr_in addresses[PEER_STREAM_ADDRESSES_MAX];
+	unsigned int address_count;
+	struct peer_stream_conn *idle[PEER_STREAM_IDLE_MAX];
+	unsigned int idle_count;
+	unsigned int open;    /* in use or idle */
+	uint64_t down_until;  /* monotonic ns: UCX until then */
+	uint64_t incarnation; /* grows with each new record: older connections are closed */
+};
+
 struct peer_node {
 	uint32_t index;
+	struct peer_stream_peer stream;
 	/*
 	 * Readers post operations on conn->ep; a writer creates, closes or
 	 * replaces the connection, so no endpoint is used while being closed.
@@ -168,11 +200,12 @@ struct peer_window {
 };
 
 struct peer_plane {
-	struct peer_config config; /* its secret is wiped once the key is made */
-	bool one_sided;            /* regions registered, gets allowed */
-	unsigned char key[32];     /* AES-256-GMAC, derived from the secret */
-	EVP_CIPHER *gcm;           /* OpenSSL's AES-256-GCM */
-	atomic_uint_fast64_t seq;  /* of the next message sent */
+	struct peer_config config;   /* its secret is wiped once the key is made */
+	bool one_sided;              /* regions registered, gets allowed */
+	unsigned char key[32];       /* of the tags, derived from the secret */
+	unsigned char chunk_key[32]; /* whence the stream chunks' keys, one per node */
+	EVP_CIPHER *mac_cipher;      /* OpenSSL's ChaCha20-Poly1305 */
+	atomic_uint_fast64_t seq;    /* of the next message sent */
 	pthread_mutex_t windows_lock;
 	struct peer_window *windows; /* by sender node; all zero: none seen */
 	uint32_t window_slots;
@@ -198,6 +231,19 @@ struct peer_plane {
 	pthread_mutex_t pending_lock; /* fetches awaiting a response */
 	struct peer_op *pending;
 	uint64_t next_id;
+
+	/* the stream path's answering side (peer_stream.c) */
+	bool stream;         /* fetches go over it where the node has one */
+	int stream_listener; /* -1 when none */
+	int stream_stop_fd;  /* eventfd: stop accepting */
+	pthread_t stream_acceptor;
+	bool stream_started;
+	unsigned char stream_record[PEER_STREAM_ADDRESSES_MAX * PEER_STREAM_ADDRESS_BYTES];
+	size_t stream_record_length;
+	pthread_mutex_t stream_lock; /* the connections being answered */
+	pthread_cond_t stream_gone;
+	struct peer_served *served;
+	unsigned int served_count;
 
 	pthread_mutex_t replies_lock; /* spare reply buffers */
 	struct peer_reply *spares;
@@ -254,7 +300,11 @@ struct peer_op {
 /* peer_auth.c */
 nopfs_status peer_auth_init(struct peer_plane *plane);
 void peer_auth_fini(struct peer_plane *plane);
-/* Number, authenticate and fill the peer_auth at the start of @header. */
+/*
+ * Number, authenticate and fill the peer_auth at the start of @header. With
+ * @payload NULL and @length not 0, the payload is authenticated otherwise
+ * (the stream path's chunks): its length only is in the header.
+ */
 nopfs_status peer_auth_seal(struct peer_plane *plane, enum peer_am_id kind, uint32_t generation,
                             void *header, size_t header_length, const void *payload, size_t length);
 /*
@@ -320,6 +370,29 @@ struct peer_op *peer_pending_take(struct peer_plane *plane, uint64_t id, uint32_
 void peer_pending_drop(struct peer_op *op, ucs_status_t status);
 /* Fail the fetches awaiting a response on @conn (failed or closed). */
 void peer_fetch_fail_pending(struct peer_plane *plane, struct peer_conn *conn, ucs_status_t status);
+
+/* peer_serve.c: whether a request goes to the serve callback, is within bounds */
+bool peer_serve_is_serving(struct peer_plane *plane, uint32_t generation);
+bool peer_serve_in_bounds(struct peer_plane *plane, const struct peer_request *request);
+
+/* peer_auth.c: the stream path's chunks */
+EVP_CIPHER_CTX *peer_auth_chunk_context(struct peer_plane *plane, uint32_t node);
+bool peer_auth_chunk_tag(EVP_CIPHER_CTX *ctx, uint64_t seq, uint32_t index, const void *data,
+                         size_t length, unsigned char tag[PEER_TAG_BYTES]);
+
+/* peer_stream.c */
+nopfs_status peer_stream_start(struct peer_plane *plane);
+void peer_stream_stop(struct peer_plane *plane);
+void peer_stream_node_init(struct peer_node *node);
+/* The node published @record: where its stream path listens from now on. */
+void peer_stream_node_update(struct peer_node *node, const struct peer_record *record);
+void peer_stream_node_destroy(struct peer_node *node);
+/*
+ * A fetch over the stream path; NOPFS_ERR_UNSUPPORTED (nothing counted)
+ * when the node has none now: the caller asks through UCX.
+ */
+nopfs_status peer_stream_fetch(struct peer_plane *plane, struct peer_node *node,
+                               nopfs_sample_id sample, void *dest, uint64_t size);
 
 /* peer_fetch.c */
 ucs_status_t peer_fetch_answered(void *arg, const void *header, size_t header_length, void *data,

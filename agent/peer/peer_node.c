@@ -298,6 +298,8 @@ static nopfs_status record_copy(const struct peer_record *record, uint32_t index
 	}
 	*blobs = at;
 	*copy = *record;
+	copy->stream = NULL; /* taken in peer_stream_node_update() */
+	copy->stream_length = 0;
 	copy->address = at;
 	memcpy(at, record->address, record->address_length);
 	at += record->address_length;
@@ -339,6 +341,7 @@ static struct peer_node *node_get(struct peer_plane *plane, uint32_t index)
 			goto out;
 		}
 		node->index = index;
+		peer_stream_node_init(node);
 		plane->nodes[index] = node;
 	}
 out:
@@ -417,6 +420,7 @@ nopfs_status peer_node_connect(struct peer_plane *plane, uint32_t index,
 	node->blobs = blobs;
 	status = same ? rekey_locked(node) : reconnect_locked(plane, node);
 	pthread_rwlock_unlock(&node->lock);
+	peer_stream_node_update(node, record);
 	free(old_blobs);
 	return status;
 }
@@ -476,6 +480,7 @@ void peer_nodes_destroy(struct peer_plane *plane)
 		if (node->conn)
 			node_retire_locked(plane, node, NOPFS_ERR_IO);
 		pthread_rwlock_destroy(&node->lock);
+		peer_stream_node_destroy(node);
 		free(node->blobs);
 		free(node);
 	}

@@ -120,6 +120,8 @@ nopfs_status peer_record_build(struct peer_plane *plane)
 		.state_base = plane->state_memh ? (uintptr_t)plane->config.state_base : 0,
 		.ram_bytes = plane->ram_memh ? plane->config.ram_bytes : 0,
 		.state_bytes = plane->state_memh ? plane->config.state_bytes : 0,
+		.stream = plane->stream_record_length ? plane->stream_record : NULL,
+		.stream_length = plane->stream_record_length,
 	};
 	memcpy(blobs, address, address_length);
 	if (ram_key)

@@ -124,7 +124,7 @@ static void send_reply(struct peer_plane *plane, ucp_ep_h ep, struct peer_reply 
  * Whether a request of plan @generation goes to the serve callback: not once
  * destroy has begun, nor when this agent plans for another generation.
  */
-static bool is_serving(struct peer_plane *plane, uint32_t generation)
+bool peer_serve_is_serving(struct peer_plane *plane, uint32_t generation)
 {
 	return plane->config.serve && !atomic_load(&plane->stopping) &&
 	       atomic_load(&plane->generation) == generation;
@@ -191,8 +191,8 @@ static uint64_t answer(struct peer_plane *plane, const struct peer_request *requ
 	nopfs_status status;
 
 	/* A number past any sample id names none: as the serve callback would say. */
-	if (!is_serving(plane, request->auth.generation) || reply->capacity < request->size ||
-	    request->sample > NOPFS_SAMPLE_ID_MAX)
+	if (!peer_serve_is_serving(plane, request->auth.generation) ||
+	    reply->capacity < request->size || request->sample > NOPFS_SAMPLE_ID_MAX)
 		return 0;
 	status = plane->config.serve(plane->config.serve_arg, (nopfs_sample_id)request->sample,
 	                             reply->data, request->size);
@@ -222,7 +222,7 @@ uint64_t peer_size_bound(struct peer_plane *plane)
 }
 
 /* Whether @request is inside the plan's bounds (counted and logged if not). */
-static bool is_in_bounds(struct peer_plane *plane, const struct peer_request *request)
+bool peer_serve_in_bounds(struct peer_plane *plane, const struct peer_request *request)
 {
 	uint64_t samples = atomic_load(&plane->max_samples);
 
@@ -251,9 +251,10 @@ ucs_status_t peer_serve_request(void *arg, const void *header, size_t header_len
 		peer_auth_reject(plane, request.auth.node, "a malformed request");
 		return UCS_OK;
 	}
-	in_bounds = is_in_bounds(plane, &request);
-	reply = reply_get(
-	        plane, in_bounds && is_serving(plane, request.auth.generation) ? request.size : 0);
+	in_bounds = peer_serve_in_bounds(plane, &request);
+	reply = reply_get(plane, in_bounds && peer_serve_is_serving(plane, request.auth.generation)
+	                                 ? request.size
+	                                 : 0);
 	if (!reply) {
 		nopfs_error("node %u: no memory to serve %" PRIu64 " bytes of sample %" PRIu64
 		            " to node %u; answering not available",
@@ -289,7 +290,8 @@ static void answer_deferred(struct peer_plane *plane, const struct peer_deferred
 		.owner = plane->config.node,
 		.asker = deferred->asker,
 	};
-	if (is_serving(plane, deferred->generation) && nopfs_clock_now_ns() < deferred->answer_by &&
+	if (peer_serve_is_serving(plane, deferred->generation) &&
+	    nopfs_clock_now_ns() < deferred->answer_by &&
 	    plane->config.fill(plane->config.serve_arg, deferred->sample, reply->data,
 	                       deferred->size, deferred->answer_by) == NOPFS_OK) {
 		reply->header.answer = PEER_ANSWER_BYTES;

@@ -433,8 +433,14 @@ nopfs_status tier_store(struct tier *tier, uint64_t position, const void *data)
 
 nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer)
 {
-	uint64_t offset = tier->offsets[position];
-	uint64_t size = tier->offsets[position + 1] - offset, done = 0;
+	return tier_read_range(tier, position, 0, buffer,
+	                       tier->offsets[position + 1] - tier->offsets[position]);
+}
+
+nopfs_status tier_read_range(const struct tier *tier, uint64_t position, uint64_t at, void *buffer,
+                             uint64_t size)
+{
+	uint64_t offset = tier->offsets[position] + at, done = 0;
 
 	if (tier->base) {
 		memcpy(buffer, tier->base + offset, size);

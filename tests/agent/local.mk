@@ -45,7 +45,8 @@ tests_agent_probe_check_probe_LDADD = agent/libnopfs_agent.la lib/report/libnopf
 
 tests_agent_peer_check_peer_SOURCES = \
 	tests/agent/peer/check_peer.c \
-	tests/agent/peer/check_peer_failures.c
+	tests/agent/peer/check_peer_failures.c \
+	tests/agent/peer/check_peer_stream.c
 tests_agent_peer_check_peer_CPPFLAGS = $(UNIT_TEST_CPPFLAGS) -I$(top_srcdir)/agent
 tests_agent_peer_check_peer_CFLAGS = $(UNIT_TEST_FLAGS) $(UCX_CFLAGS) $(CRYPTO_CFLAGS)
 tests_agent_peer_check_peer_LDADD = agent/libnopfs_agent.la $(UNIT_TEST_LIBS) $(UCX_LIBS)

@@ -51,6 +51,9 @@ struct store {
 	unsigned int fill_delay_ms; /* fill "reads the PFS" this long */
 	bool fill_fails;
 	bool fill_honors_deadline; /* a fill past its deadline gives up then */
+	/* serve_range: parts past the first come from plan 1 (a new plan meanwhile) */
+	bool plan_changes;
+	atomic_uint ranges;
 	atomic_uint fills;
 	/* the last notice received */
 	atomic_uint notices;
@@ -83,6 +86,8 @@ static inline void store_init(struct store *store)
 	store->fill_fails = false;
 	store->fill_honors_deadline = false;
 	atomic_init(&store->fills, 0);
+	store->plan_changes = false;
+	atomic_init(&store->ranges, 0);
 	atomic_init(&store->notices, 0);
 }
 
@@ -113,6 +118,24 @@ static inline nopfs_status store_serve(void *arg, nopfs_sample_id sample, void *
 		return store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
 	memcpy(buffer, store->ram + store->offsets[sample], size);
 	atomic_fetch_add(&store->served, 1);
+	return NOPFS_OK;
+}
+
+/* The stream path's serve, a part at a time, from the same bytes. */
+static inline nopfs_status store_serve_range(void *arg, nopfs_sample_id sample, uint64_t size,
+                                             uint64_t offset, void *buffer, uint64_t length,
+                                             uint64_t *plan)
+{
+	struct store *store = arg;
+
+	if (sample >= SAMPLES || size != sample_sizes[sample] || offset > size ||
+	    length > size - offset)
+		return NOPFS_ERR_NOT_FOUND;
+	if (store->state[sample] != PRESENT)
+		return store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
+	memcpy(buffer, store->ram + store->offsets[sample] + offset, length);
+	*plan = store->plan_changes && offset > 0;
+	atomic_fetch_add(&store->ranges, 1);
 	return NOPFS_OK;
 }
 
@@ -293,5 +316,8 @@ static inline void pair_stop(struct pair *pair)
 
 /* check_peer_failures.c: deadlines, dead peers, two processes. */
 void peer_add_failure_tests(Suite *suite);
+
+/* check_peer_stream.c: the stream path. */
+void peer_add_stream_tests(Suite *suite);
 
 #endif

@@ -16,7 +16,7 @@
 
 START_TEST(record_round_trip)
 {
-	unsigned char address[37], ram_key[19], state_key[5];
+	unsigned char address[37], ram_key[19], state_key[5], stream[2 * PEER_STREAM_ADDRESS_BYTES];
 	struct peer_record in = {
 		.address = address,
 		.address_length = sizeof(address),
@@ -28,6 +28,8 @@ START_TEST(record_round_trip)
 		.state_base = 0x55aa00001000u,
 		.ram_bytes = (uint64_t)5 << 32,
 		.state_bytes = 1281167,
+		.stream = stream,
+		.stream_length = sizeof(stream),
 	};
 	struct peer_record out;
 	unsigned char *packed;
@@ -37,8 +39,10 @@ START_TEST(record_round_trip)
 		address[i] = (unsigned char)(i * 7 + 1);
 	memset(ram_key, 0xa5, sizeof(ram_key));
 	memset(state_key, 0x3c, sizeof(state_key));
+	memset(stream, 0x77, sizeof(stream));
 	ck_assert_int_eq(peer_record_pack(&in, (void **)&packed, &length), NOPFS_OK);
-	ck_assert_uint_eq(length, 64 + sizeof(address) + sizeof(ram_key) + sizeof(state_key));
+	ck_assert_uint_eq(length, 64 + sizeof(address) + sizeof(ram_key) + sizeof(state_key) +
+	                                  sizeof(stream));
 	ck_assert_int_eq(memcmp(packed, "NPPR", 4), 0);
 	ck_assert_int_eq(peer_record_unpack(packed, length, &out), NOPFS_OK);
 	ck_assert_uint_eq(out.address_length, sizeof(address));
@@ -47,6 +51,8 @@ START_TEST(record_round_trip)
 	ck_assert_int_eq(memcmp(out.address, address, sizeof(address)), 0);
 	ck_assert_int_eq(memcmp(out.ram_key, ram_key, sizeof(ram_key)), 0);
 	ck_assert_int_eq(memcmp(out.state_key, state_key, sizeof(state_key)), 0);
+	ck_assert_uint_eq(out.stream_length, sizeof(stream));
+	ck_assert_int_eq(memcmp(out.stream, stream, sizeof(stream)), 0);
 	ck_assert_uint_eq(out.ram_base, in.ram_base);
 	ck_assert_uint_eq(out.state_base, in.state_base);
 	ck_assert_uint_eq(out.ram_bytes, in.ram_bytes);
@@ -124,9 +130,10 @@ START_TEST(record_malformed_rejected)
 		assert_rejected(copy, length, what); \
 	} while (0)
 	MUTATE("bad magic", copy[0] ^= 1);
-	MUTATE("version 2", copy[4] = 2);
+	MUTATE("version 1", copy[4] = 1);
+	MUTATE("version 3", copy[4] = 3);
 	MUTATE("header length", copy[6] = 65);
-	MUTATE("reserved", copy[52] = 1);
+	MUTATE("stream addresses not whole", copy[52] = 1);
 	MUTATE("total length", copy[56] ^= 1);
 	MUTATE("address longer than the buffer", put32(copy + 40, sizeof(address) + 1));
 	MUTATE("address length 2^32-1", put32(copy + 40, UINT32_MAX));
@@ -144,6 +151,10 @@ START_TEST(record_malformed_rejected)
 	ck_assert_int_eq(peer_record_pack(&in, (void **)&packed, &length), NOPFS_ERR_INVALID);
 	in.ram_bytes = 1;
 	in.address_length = 0;
+	ck_assert_int_eq(peer_record_pack(&in, (void **)&packed, &length), NOPFS_ERR_INVALID);
+	in.address_length = sizeof(address);
+	in.stream = address; /* 16 bytes: not whole addresses */
+	in.stream_length = sizeof(address);
 	ck_assert_int_eq(peer_record_pack(&in, (void **)&packed, &length), NOPFS_ERR_INVALID);
 	(void)out;
 }
@@ -901,7 +912,10 @@ START_TEST(no_remote_keys_over_tcp)
 	ck_assert_ptr_null(record->state_key);
 	ck_assert_uint_eq(record->ram_bytes + record->state_bytes, 0);
 	ck_assert_int_eq(peer_record_pack(record, &packed, &length), NOPFS_OK);
-	ck_assert_uint_eq(length, 64 + record->address_length);
+	/* where the stream path listens instead */
+	ck_assert_uint_gt(record->stream_length, 0);
+	ck_assert_uint_eq(record->stream_length % PEER_STREAM_ADDRESS_BYTES, 0);
+	ck_assert_uint_eq(length, 64 + record->address_length + record->stream_length);
 	free(packed);
 	/* nor after a new plan */
 	ck_assert_int_eq(
@@ -1056,6 +1070,7 @@ static Suite *peer_suite(void)
 	suite_add_tcase(suite, plane);
 
 	peer_add_failure_tests(suite);
+	peer_add_stream_tests(suite);
 	return suite;
 }
 
