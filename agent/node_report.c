@@ -150,9 +150,10 @@ static json_t *peers_json(struct agent *agent)
 	if (!agent->peers)
 		return json_null();
 	peer_plane_stats(agent->peers, &s);
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "gets",
-	                 (json_int_t)s.gets, "get_bytes", (json_int_t)s.get_bytes, "not_present",
-	                 (json_int_t)s.not_present, "requests", (json_int_t)s.requests,
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	                 "gets", (json_int_t)s.gets, "get_bytes", (json_int_t)s.get_bytes,
+	                 "not_present", (json_int_t)s.not_present, "requests",
+	                 (json_int_t)s.requests, "stream_requests", (json_int_t)s.stream_requests,
 	                 "request_bytes", (json_int_t)s.request_bytes, "not_available",
 	                 (json_int_t)s.not_available, "timeouts", (json_int_t)s.timeouts, "errors",
 	                 (json_int_t)s.errors, "served", (json_int_t)s.served, "served_bytes",

@@ -358,6 +358,7 @@ void peer_plane_stats(struct peer_plane *plane, struct peer_stats *stats)
 		.not_present = atomic_load_explicit(&c->not_present, memory_order_relaxed),
 		.requests = atomic_load_explicit(&c->requests, memory_order_relaxed),
 		.request_bytes = atomic_load_explicit(&c->request_bytes, memory_order_relaxed),
+		.stream_requests = atomic_load_explicit(&c->stream_requests, memory_order_relaxed),
 		.not_available = atomic_load_explicit(&c->not_available, memory_order_relaxed),
 		.timeouts = atomic_load_explicit(&c->timeouts, memory_order_relaxed),
 		.errors = atomic_load_explicit(&c->errors, memory_order_relaxed),

@@ -165,6 +165,7 @@ struct peer_stats {
 	uint64_t gets, get_bytes;         /* successful one-sided reads of samples */
 	uint64_t not_present;             /* remote state said absent: PFS instead */
 	uint64_t requests, request_bytes; /* successful request/response fetches */
+	uint64_t stream_requests;         /* of which over the stream path */
 	uint64_t not_available;           /* a peer answered "not available" */
 	uint64_t timeouts, errors;        /* operations abandoned */
 	uint64_t served, served_bytes;    /* requests this agent answered with bytes */

@@ -167,7 +167,7 @@ struct peer_node {
 /* Counters behind struct peer_stats (relaxed atomics). */
 struct peer_counters {
 	atomic_uint_fast64_t gets, get_bytes, not_present;
-	atomic_uint_fast64_t requests, request_bytes, not_available;
+	atomic_uint_fast64_t requests, request_bytes, not_available, stream_requests;
 	atomic_uint_fast64_t timeouts, errors;
 	atomic_uint_fast64_t served, served_bytes;
 	atomic_uint_fast64_t refused, dropped;

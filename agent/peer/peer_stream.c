@@ -1034,6 +1034,8 @@ nopfs_status peer_stream_fetch(struct peer_plane *plane, struct peer_node *node,
 	status = ask(plane, node, conn, &request, dest, deadline);
 	conn_give_back(node, conn, status == NOPFS_OK || status == NOPFS_ERR_NOT_FOUND,
 	               incarnation);
+	if (status == NOPFS_OK)
+		peer_count(plane, stream_requests, 1);
 	if (status == NOPFS_ERR_TIMEOUT)
 		nopfs_warning("node %u: fetch of sample %" PRIu64 " from node %u timed out "
 		              "(stream, %d ms)",

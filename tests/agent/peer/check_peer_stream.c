@@ -86,6 +86,7 @@ START_TEST(stream_fetch_brings_every_sample)
 		ck_assert_uint_eq(stream_open(pair.plane[0], 1), 1); /* one connection, reused */
 		peer_plane_stats(pair.plane[0], &stats);
 		ck_assert_uint_eq(stats.requests, fetched);
+		ck_assert_uint_eq(stats.stream_requests, fetched);
 		ck_assert_uint_eq(stats.errors + stats.timeouts + stats.dropped, 0);
 		for (int i = 0; i < 1000; i++) { /* counted once sent */
 			peer_plane_stats(pair.plane[1], &stats);
