@@ -1,13 +1,20 @@
 /*
- * The data plane's remote read rate between two processes over UCX/TCP on
- * loopback: request/response fetches (authenticated: what the agents use
- * over TCP) and one-sided gets (emulated by UCX over TCP, which the agents
- * never allow: for comparison) of 110 KB and 16 MB samples, against a plain
- * blocking TCP socket serving the same bytes on request, measured in the
- * same run (one operation in flight each). Then the same again with
- * UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k. The two processes share
- * the job's secret through the pipe that carries their records. Figures are
- * printed, not asserted.
+ * The data plane's remote read rate between two processes on loopback, for
+ * 110 KB and 16 MB samples, against a plain blocking TCP socket serving the
+ * same bytes on request, one operation in flight each, interleaved rounds:
+ *
+ *   - fetches over the stream path (authenticated, the agents' own sockets:
+ *     what the agents use over TCP) and, in the same rounds, authenticated
+ *     fetches through UCX's TCP transport (what they used before, and still
+ *     do for a node without a stream path);
+ *   - in processes of their own, one-sided gets emulated by UCX over TCP
+ *     (which the agents never allow: for comparison), with UCX's default TCP
+ *     segments and with UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k. (UCX
+ *     keeps working after a run of gets; measured beside them the fetches
+ *     would pay for it.)
+ *
+ * The processes share the job's secret through the pipe that carries their
+ * records. Figures are printed, not asserted.
  *
  *   bench_peer [seconds per figure and pass, default 2]
  */
@@ -38,8 +45,8 @@
 static const uint64_t sizes[SIZES] = { 110 * 1000, 16 * 1024 * 1024 };
 static const char *const size_names[SIZES] = { "110 KB", "16 MB" };
 
-enum method { METHOD_GET, METHOD_FETCH, METHOD_TCP, METHODS };
-static const char *const method_names[METHODS] = { "get", "fetch", "tcp" };
+enum method { METHOD_GET, METHOD_FETCH, METHOD_FETCH_UCX, METHOD_TCP, METHODS };
+static const char *const method_names[METHODS] = { "get", "fetch", "fetch through UCX", "tcp" };
 
 struct figures {
 	double rate[ROUNDS][SIZES][METHODS]; /* MB/s */
@@ -94,11 +101,11 @@ static nopfs_status arena_serve_range(void *arg, nopfs_sample_id sample, uint64_
 }
 
 static struct peer_plane *plane_create(uint32_t node, struct arena *arena,
-                                       const unsigned char *secret)
+                                       const unsigned char *secret, enum peer_stream stream)
 {
 	struct peer_config config = { .node = node,
 		                      .one_sided = PEER_ONE_SIDED_EMULATED,
-		                      .stream = PEER_STREAM_ON,
+		                      .stream = stream,
 		                      .present_value = PRESENT,
 		                      .timeout_ms = 10000 };
 	struct peer_plane *plane;
@@ -195,12 +202,14 @@ static void __attribute__((noreturn)) server_main(int to_client, int from_client
 
 	if (arena_init(&arena) || pipe_receive_secret(from_client, secret))
 		_exit(2);
-	plane = plane_create(1, &arena, secret);
+	plane = plane_create(1, &arena, secret, PEER_STREAM_ON);
 	server.listener = tcp_listen(&port);
 	server.arena = &arena;
 	if (!plane || server.listener < 0 || pthread_create(&thread, NULL, tcp_serve, &server))
 		_exit(3);
-	if (pipe_send_record(to_client, plane) || pipe_receive_record(from_client, plane, 0) ||
+	/* twice: for node 0 (the stream path) and node 2 (UCX) */
+	if (pipe_send_record(to_client, plane) || pipe_send_record(to_client, plane) ||
+	    pipe_receive_record(from_client, plane, 0) ||
 	    nopfs_write_all(to_client, &port, sizeof(port)))
 		_exit(4);
 	while (read(from_client, &byte, 1) > 0)
@@ -214,6 +223,7 @@ static void __attribute__((noreturn)) server_main(int to_client, int from_client
 
 struct client {
 	struct peer_plane *plane;
+	struct peer_plane *ucx_plane; /* node 2: fetches through UCX */
 	int tcp;
 	uint64_t offsets[SIZES];
 	unsigned char *dest;
@@ -229,6 +239,9 @@ static int run_once(struct client *client, enum method method, int s)
 		                      sizes[s]) != NOPFS_OK;
 	case METHOD_FETCH:
 		return peer_plane_fetch(client->plane, 1, sample, client->dest, sizes[s]) !=
+		       NOPFS_OK;
+	case METHOD_FETCH_UCX:
+		return peer_plane_fetch(client->ucx_plane, 1, sample, client->dest, sizes[s]) !=
 		       NOPFS_OK;
 	default:
 		return nopfs_write_all(client->tcp, &sample, sizeof(sample)) ||
@@ -273,7 +286,7 @@ static double median(double *values, int count)
  * once): fork the server, connect, and measure every size and method once
  * per round, so that drift of a shared machine hits them alike.
  */
-static int run_configuration(double seconds, struct figures *figures)
+static int run_configuration(double seconds, unsigned int methods, struct figures *figures)
 {
 	int down[2], up[2], status = -1, wstatus;
 	unsigned char secret[PEER_SECRET_BYTES];
@@ -298,8 +311,11 @@ static int run_configuration(double seconds, struct figures *figures)
 	client.dest = malloc(sizes[SIZES - 1]);
 	if (peer_secret_generate(secret) != NOPFS_OK || pipe_send_secret(down[1], secret))
 		goto out;
-	client.plane = plane_create(0, NULL, secret);
-	if (!client.dest || !client.plane || pipe_receive_record(up[0], client.plane, 1) ||
+	client.plane = plane_create(0, NULL, secret, PEER_STREAM_ON);
+	client.ucx_plane = plane_create(2, NULL, secret, PEER_STREAM_OFF);
+	if (!client.dest || !client.plane || !client.ucx_plane ||
+	    pipe_receive_record(up[0], client.plane, 1) ||
+	    pipe_receive_record(up[0], client.ucx_plane, 1) ||
 	    pipe_send_record(down[1], client.plane) || nopfs_read_exact(up[0], &port, sizeof(port)))
 		goto out;
 	client.tcp = tcp_connect(port);
@@ -308,7 +324,11 @@ static int run_configuration(double seconds, struct figures *figures)
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int s = 0; s < SIZES; s++) {
 			for (int m = 0; m < METHODS; m++) {
-				double rate = measure(&client, (enum method)m, s, seconds / ROUNDS);
+				double rate;
+
+				if (!(methods & (1u << m)))
+					continue;
+				rate = measure(&client, (enum method)m, s, seconds / ROUNDS);
 
 				if (rate < 0) {
 					fprintf(stderr, "bench_peer: %s of %s failed\n",
@@ -327,12 +347,14 @@ out:
 	close(up[0]);
 	waitpid(pid, &wstatus, 0);
 	peer_plane_destroy(client.plane);
+	peer_plane_destroy(client.ucx_plane);
 	free(client.dest);
 	return status;
 }
 
 /* Run one configuration in a child; its figures come back through a pipe. */
-static int measure_with(const char *segment, double seconds, struct figures *figures)
+static int measure_with(const char *segment, unsigned int methods, double seconds,
+                        struct figures *figures)
 {
 	int fds[2], wstatus;
 	pid_t pid;
@@ -349,7 +371,7 @@ static int measure_with(const char *segment, double seconds, struct figures *fig
 			unsetenv("UCX_TCP_TX_SEG_SIZE");
 			unsetenv("UCX_TCP_RX_SEG_SIZE");
 		}
-		_exit(run_configuration(seconds, figures) ||
+		_exit(run_configuration(seconds, methods, figures) ||
 		      nopfs_write_all(fds[1], figures, sizeof(*figures)));
 	}
 	close(fds[1]);
@@ -392,15 +414,27 @@ static void summarize(const struct figures passes[PASSES], struct summary *summa
 	}
 }
 
-static void print_table(const char *title, const struct summary *summary)
+static void print_fetches(const struct summary *f)
 {
-	printf("%s\n  %-8s %10s %10s %10s %8s %10s\n", title, "size", "get MB/s", "fetch MB/s",
-	       "tcp MB/s", "get/tcp", "fetch/tcp");
+	printf("fetches (stream: the agents' own sockets; ucx: UCX's TCP transport)\n"
+	       "  %-8s %12s %10s %10s %11s %9s\n",
+	       "size", "stream MB/s", "ucx MB/s", "tcp MB/s", "stream/tcp", "ucx/tcp");
 	for (int s = 0; s < SIZES; s++)
-		printf("  %-8s %10.0f %10.0f %10.0f %8.2f %10.2f\n", size_names[s],
-		       summary->rate[s][METHOD_GET], summary->rate[s][METHOD_FETCH],
-		       summary->rate[s][METHOD_TCP], summary->versus_tcp[s][METHOD_GET],
-		       summary->versus_tcp[s][METHOD_FETCH]);
+		printf("  %-8s %12.0f %10.0f %10.0f %11.2f %9.2f\n", size_names[s],
+		       f->rate[s][METHOD_FETCH], f->rate[s][METHOD_FETCH_UCX],
+		       f->rate[s][METHOD_TCP], f->versus_tcp[s][METHOD_FETCH],
+		       f->versus_tcp[s][METHOD_FETCH_UCX]);
+}
+
+static void print_gets(const struct summary *p, const struct summary *l)
+{
+	printf("one-sided gets emulated by UCX over TCP (never used by the agents)\n"
+	       "  %-8s %14s %9s %14s %9s\n",
+	       "size", "default MB/s", "/tcp", "64k segs MB/s", "/tcp");
+	for (int s = 0; s < SIZES; s++)
+		printf("  %-8s %14.0f %9.2f %14.0f %9.2f\n", size_names[s], p->rate[s][METHOD_GET],
+		       p->versus_tcp[s][METHOD_GET], l->rate[s][METHOD_GET],
+		       l->versus_tcp[s][METHOD_GET]);
 }
 
 static void print_load(const char *when)
@@ -413,8 +447,10 @@ static void print_load(const char *when)
 
 int main(int argc, char **argv)
 {
-	static struct figures plain[PASSES], large[PASSES];
-	struct summary p, l;
+	static struct figures fetches[PASSES], plain[PASSES], large[PASSES];
+	const unsigned int fetch = 1u << METHOD_FETCH | 1u << METHOD_FETCH_UCX | 1u << METHOD_TCP,
+	                   get = 1u << METHOD_GET | 1u << METHOD_TCP;
+	struct summary f, p, l;
 	double seconds = argc > 1 ? atof(argv[1]) : 2;
 
 	if (seconds <= 0) {
@@ -424,29 +460,23 @@ int main(int argc, char **argv)
 	/* loopback TCP, as between the nodes of the test cluster */
 	setenv("UCX_TLS", "tcp", 1);
 	setenv("UCX_NET_DEVICES", "lo", 1);
-	printf("bench_peer: two processes, UCX over tcp on lo, one operation in flight; "
-	       "medians of %d passes x %d interleaved rounds; target fetch/tcp >= 0.8 "
-	       "(fetch: authenticated, what agents use over tcp; get: emulated, never used)\n",
+	printf("bench_peer: two processes on lo, one operation in flight; medians of %d "
+	       "passes x %d interleaved rounds, ratios within a round; target stream/tcp >= 0.8\n",
 	       PASSES, ROUNDS);
 	print_load("before");
 	for (int pass = 0; pass < PASSES; pass++) {
-		if (measure_with(NULL, seconds, &plain[pass]) ||
-		    measure_with("64k", seconds, &large[pass])) {
+		if (measure_with(NULL, fetch, seconds, &fetches[pass]) ||
+		    measure_with(NULL, get, seconds, &plain[pass]) ||
+		    measure_with("64k", get, seconds, &large[pass])) {
 			fprintf(stderr, "bench_peer: a measurement failed\n");
 			return 1;
 		}
 	}
 	print_load("after");
+	summarize(fetches, &f);
 	summarize(plain, &p);
 	summarize(large, &l);
-	print_table("UCX TCP segments: default (UCX_TCP_TX_SEG_SIZE 8k, RX 64k)", &p);
-	print_table("UCX TCP segments: 64k (UCX_TCP_TX_SEG_SIZE=64k UCX_TCP_RX_SEG_SIZE=64k)", &l);
-	printf("effect of 64k segments (64k / default; rates, then ratios to tcp):\n");
-	for (int s = 0; s < SIZES; s++)
-		printf("  %-8s get x%.2f  fetch x%.2f  (get/tcp x%.2f  fetch/tcp x%.2f)\n",
-		       size_names[s], l.rate[s][METHOD_GET] / p.rate[s][METHOD_GET],
-		       l.rate[s][METHOD_FETCH] / p.rate[s][METHOD_FETCH],
-		       l.versus_tcp[s][METHOD_GET] / p.versus_tcp[s][METHOD_GET],
-		       l.versus_tcp[s][METHOD_FETCH] / p.versus_tcp[s][METHOD_FETCH]);
+	print_fetches(&f);
+	print_gets(&p, &l);
 	return 0;
 }

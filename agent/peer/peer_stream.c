@@ -938,22 +938,51 @@ static bool chunk_verifies(struct peer_plane *plane, struct peer_stream_conn *co
 	return false;
 }
 
-/* Read the chunks of an answer after the first into @dest, checking each. */
+/*
+ * Read the chunks of an answer after the first into @dest, checking each
+ * once it is whole. Each read takes what has come of the next READ_AHEAD
+ * chunks, as a plain socket read takes what has come: one wait for several
+ * chunks when the owner is ahead.
+ */
+#define READ_AHEAD 16
 static nopfs_status read_chunks(struct peer_plane *plane, struct peer_stream_conn *conn,
                                 const struct peer_response *response, unsigned char *dest,
                                 uint64_t size, uint64_t deadline)
 {
-	for (uint64_t offset = chunk_length(size, 0), index = 1; offset < size; index++) {
-		size_t length = chunk_length(size, offset);
-		unsigned char tag[PEER_TAG_BYTES];
-		struct iovec iov[2] = { { tag, sizeof(tag) }, { dest + offset, length } };
-		nopfs_status status = read_all(conn->fd, iov, 2, deadline);
+	unsigned char tags[READ_AHEAD][PEER_TAG_BYTES];
+	struct iovec iovs[2 * READ_AHEAD];
+	uint64_t offset = chunk_length(size, 0), index = 1;
 
-		if (status != NOPFS_OK)
-			return status;
-		if (!chunk_verifies(plane, conn, response, index, dest + offset, length, tag))
-			return NOPFS_ERR_IO;
-		offset += length;
+	while (offset < size) {
+		uint64_t offsets[READ_AHEAD];
+		size_t lengths[READ_AHEAD];
+		struct iovec *iov = iovs;
+		int count = 0, chunks = 0, checked = 0;
+
+		for (; chunks < READ_AHEAD && offset < size; chunks++) {
+			offsets[chunks] = offset;
+			lengths[chunks] = chunk_length(size, offset);
+			iovs[count++] = (struct iovec){ tags[chunks], PEER_TAG_BYTES };
+			iovs[count++] = (struct iovec){ dest + offset, lengths[chunks] };
+			offset += lengths[chunks];
+		}
+		while (checked < chunks) {
+			/* iovecs 2c and 2c + 1 are chunk c's: those before *iov are full */
+			int whole;
+			nopfs_status status =
+			        nopfs_clock_now_ns() < deadline
+			                ? read_at_least(conn->fd, &iov, &count, 1, deadline)
+			                : NOPFS_ERR_TIMEOUT;
+
+			if (status != NOPFS_OK)
+				return status;
+			whole = (2 * chunks - count) / 2;
+			for (; checked < whole; checked++, index++)
+				if (!chunk_verifies(plane, conn, response, index,
+				                    dest + offsets[checked], lengths[checked],
+				                    tags[checked]))
+					return NOPFS_ERR_IO;
+		}
 	}
 	return NOPFS_OK;
 }
