@@ -581,6 +581,47 @@ out:
 	return status;
 }
 
+/*
+ * The same without a copy: @length bytes at @offset of @sample handed to
+ * @take where they are in a RAM tier, under the plan's lock (@take does not
+ * block); NOPFS_ERR_UNSUPPORTED when the present copy is on an SSD.
+ */
+static nopfs_status serve_peer_view(void *arg, nopfs_sample_id sample, uint64_t size,
+                                    uint64_t offset, uint64_t length, uint64_t *plan,
+                                    peer_take_fn take, void *take_arg)
+{
+	struct agent *agent = arg;
+	nopfs_status status = NOPFS_ERR_NOT_FOUND;
+
+	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
+		return NOPFS_ERR_NOT_FOUND; /* changing plans */
+	*plan = agent->generation;
+	if (sample >= agent->job.sampler.count ||
+	    nopfs_catalog_size(agent->job.catalog, sample) != size || offset > size ||
+	    length > size - offset)
+		goto out;
+	for (unsigned int t = 0; t < agent->tiers.count; t++) {
+		struct tier *tier = &agent->tiers.tier[t];
+		int64_t position = tier_position(tier, sample);
+		const void *bytes;
+
+		if (position < 0)
+			continue;
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT) {
+			bytes = tier_view(tier, (uint64_t)position, offset);
+			status = bytes ? take(take_arg, bytes, length) : NOPFS_ERR_UNSUPPORTED;
+			break;
+		}
+		if ((uint64_t)position < tier->primary_count) {
+			status = NOPFS_ERR_AGAIN; /* ours to fetch: fill_for_peer() */
+			break;
+		}
+	}
+out:
+	pthread_rwlock_unlock(&agent->plan_lock);
+	return status;
+}
+
 static nopfs_status serve_peer(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size)
 {
 	uint64_t plan;
@@ -699,6 +740,7 @@ nopfs_status team_connect_peers(struct agent *agent)
 		.present_value = TIER_PRESENT,
 		.serve = serve_peer,
 		.serve_range = serve_peer_range,
+		.serve_view = serve_peer_view,
 		.fill = fill_for_peer,
 		.notice = agent_notice,
 		.origin_kind = AGENT_NOTICE_CATALOG,

@@ -100,6 +100,19 @@ static nopfs_status arena_serve_range(void *arg, nopfs_sample_id sample, uint64_
 	return NOPFS_OK;
 }
 
+/* ... and without a copy, as the agents serve from a RAM tier. */
+static nopfs_status arena_serve_view(void *arg, nopfs_sample_id sample, uint64_t size,
+                                     uint64_t offset, uint64_t length, uint64_t *plan,
+                                     peer_take_fn take, void *take_arg)
+{
+	struct arena *arena = arg;
+
+	if (sample >= SIZES || size != sizes[sample] || offset > size || length > size - offset)
+		return NOPFS_ERR_NOT_FOUND;
+	*plan = 0;
+	return take(take_arg, arena->ram + arena->offsets[sample] + offset, length);
+}
+
 static struct peer_plane *plane_create(uint32_t node, struct arena *arena,
                                        const unsigned char *secret, enum peer_stream stream)
 {
@@ -118,6 +131,7 @@ static struct peer_plane *plane_create(uint32_t node, struct arena *arena,
 		config.state_bytes = SIZES;
 		config.serve = arena_serve;
 		config.serve_range = arena_serve_range;
+		config.serve_view = arena_serve_view;
 		config.serve_arg = arena;
 	}
 	return peer_plane_create(&config, &plane) == NOPFS_OK ? plane : NULL;

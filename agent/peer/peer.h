@@ -46,6 +46,24 @@ typedef nopfs_status (*peer_serve_range_fn)(void *arg, nopfs_sample_id sample, u
                                             uint64_t *plan);
 
 /*
+ * What serve_view hands its bytes to, where they are; it does not block.
+ * The view returns what it returned.
+ */
+typedef nopfs_status (*peer_take_fn)(void *take_arg, const void *bytes, size_t length);
+
+/*
+ * The stream path's serve without a copy (with serve_range): while @length
+ * bytes at @offset of @sample (@size bytes in all) stay where they are (a
+ * RAM tier, under the agent's lock), set *@plan as serve_range does, then
+ * call @take with them once and return what it returned.
+ * NOPFS_ERR_UNSUPPORTED when they are not in memory (serve_range reads
+ * them then); otherwise returns as serve does.
+ */
+typedef nopfs_status (*peer_serve_view_fn)(void *arg, nopfs_sample_id sample, uint64_t size,
+                                           uint64_t offset, uint64_t length, uint64_t *plan,
+                                           peer_take_fn take, void *take_arg);
+
+/*
  * Fetch @sample, which serve said this agent keeps but does not have yet,
  * and copy its @size bytes into @buffer (e.g. read it from the PFS into the
  * tier that keeps it). May block until @deadline_ns (CLOCK_MONOTONIC ns),
@@ -112,6 +130,7 @@ struct peer_config {
 	void *between_gets_arg;
 	peer_serve_fn serve;             /* for requests; may be NULL (answers "not available") */
 	peer_serve_range_fn serve_range; /* the stream path's; NULL: serve */
+	peer_serve_view_fn serve_view;   /* the stream path's, with serve_range; may be NULL */
 	peer_fill_fn fill;               /* for serve's NOPFS_ERR_AGAIN; NULL: "not available" */
 	peer_notice_fn notice;           /* for notices; may be NULL (dropped) */
 	/*

@@ -66,6 +66,8 @@ struct peer_served {
 	EVP_CIPHER_CTX *chunks; /* keyed for this node's chunks */
 	unsigned char *buffer;
 	uint64_t capacity;
+	/* what the socket did not take of a chunk lent by serve_view */
+	unsigned char spill[sizeof(struct peer_response) + PEER_TAG_BYTES + PEER_STREAM_CHUNK];
 };
 
 /* ------------------------------------------------------------------------
@@ -253,47 +255,108 @@ static bool hello_receive(struct peer_plane *plane, int fd, uint64_t deadline,
  * Answering.
  */
 
-/*
- * Seal and send the header of the answer to @request, with its first chunk
- * (@length bytes at @data) in the same call: @bytes in all follow (0: not
- * available). *@seq: the header's, whose chunks' nonces it is part of.
- */
-static nopfs_status send_header(struct peer_served *served, const struct peer_request *request,
-                                uint64_t bytes, const unsigned char *data, size_t length,
-                                uint64_t deadline, uint64_t *seq)
+/* Seal and send the header of a "not available" answer to @request. */
+static nopfs_status send_not_available(struct peer_served *served,
+                                       const struct peer_request *request, uint64_t deadline)
 {
-	struct peer_plane *plane = served->plane;
 	struct peer_response header = {
 		.id = request->id,
-		.answer = bytes ? PEER_ANSWER_BYTES : PEER_ANSWER_NOT_AVAILABLE,
-		.owner = plane->config.node,
+		.answer = PEER_ANSWER_NOT_AVAILABLE,
+		.owner = served->plane->config.node,
 		.asker = request->asker,
 	};
-	unsigned char tag[PEER_TAG_BYTES];
-	struct iovec iov[3] = { { &header, sizeof(header) },
-		                { tag, sizeof(tag) },
-		                { (void *)data, length } };
-	/* the length is the sample's size; its bytes follow in tagged chunks */
-	nopfs_status status = peer_auth_seal(plane, PEER_STREAM_RESPONSE, request->auth.generation,
-	                                     &header, sizeof(header), NULL, bytes);
+	nopfs_status status =
+	        peer_auth_seal(served->plane, PEER_STREAM_RESPONSE, request->auth.generation,
+	                       &header, sizeof(header), NULL, 0);
 
-	if (status != NOPFS_OK)
-		return status;
-	*seq = header.auth.seq;
-	if (bytes && !peer_auth_chunk_tag(served->chunks, *seq, 0, data, length, tag))
-		return NOPFS_ERR_INTERNAL;
-	return write_all(served->fd, iov, bytes ? 3 : 1, deadline);
+	return status == NOPFS_OK ? write_exact(served->fd, &header, sizeof(header), deadline)
+	                          : status;
 }
 
-static nopfs_status send_chunk(struct peer_served *served, uint64_t seq, uint64_t index,
-                               const unsigned char *data, size_t length, uint64_t deadline)
-{
-	unsigned char tag[PEER_TAG_BYTES];
-	struct iovec iov[2] = { { tag, sizeof(tag) }, { (void *)data, length } };
+/* An answer with bytes being sent: its header with the first chunk, then the others. */
+struct answer_out {
+	struct peer_served *served;
+	const struct peer_request *request;
+	uint64_t deadline;
+	uint64_t seq;        /* the header's, once sealed */
+	uint64_t index;      /* of the chunk to send */
+	size_t length;       /* its length */
+	uint64_t plan;       /* the first chunk's plan */
+	uint64_t chunk_plan; /* this chunk's */
+	bool started;        /* something was sent: the answer cannot be another now */
+	size_t pending;      /* bytes in served->spill still to send */
+};
 
-	if (!peer_auth_chunk_tag(served->chunks, seq, (uint32_t)index, data, length, tag))
+/*
+ * Send chunk out->index (@data), after the header if it is the first,
+ * tagged, in one call. With @wait false (the bytes are lent under the
+ * agent's lock) nothing blocks: what the socket does not take at once is
+ * copied to the spill buffer, which answer_flush() sends once the lender
+ * is done.
+ */
+static nopfs_status chunk_send(struct answer_out *out, const unsigned char *data, bool wait)
+{
+	struct peer_served *served = out->served;
+	struct peer_response header = {
+		.id = out->request->id,
+		.answer = PEER_ANSWER_BYTES,
+		.owner = served->plane->config.node,
+		.asker = out->request->asker,
+	};
+	unsigned char tag[PEER_TAG_BYTES];
+	struct iovec iovs[3] = { { &header, sizeof(header) },
+		                 { tag, sizeof(tag) },
+		                 { (void *)data, out->length } };
+	struct iovec *iov = out->index ? iovs + 1 : iovs;
+	int count = out->index ? 2 : 3;
+	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)count };
+	ssize_t sent;
+
+	/* the length is the sample's size; its bytes follow in tagged chunks */
+	if (out->index == 0 &&
+	    peer_auth_seal(served->plane, PEER_STREAM_RESPONSE, out->request->auth.generation,
+	                   &header, sizeof(header), NULL, out->request->size) != NOPFS_OK)
 		return NOPFS_ERR_INTERNAL;
-	return write_all(served->fd, iov, 2, deadline);
+	if (out->index == 0)
+		out->seq = header.auth.seq;
+	if (!peer_auth_chunk_tag(served->chunks, out->seq, (uint32_t)out->index, data, out->length,
+	                         tag))
+		return NOPFS_ERR_INTERNAL;
+	out->started = true;
+	if (wait)
+		return write_all(served->fd, iov, count, out->deadline);
+	do
+		sent = sendmsg(served->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (sent < 0 && errno == EINTR);
+	if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+		return NOPFS_ERR_IO;
+	iov_advance(&iov, &count, sent > 0 ? (size_t)sent : 0);
+	for (int i = 0; i < count; i++) {
+		memcpy(served->spill + out->pending, iov[i].iov_base, iov[i].iov_len);
+		out->pending += iov[i].iov_len;
+	}
+	return NOPFS_OK;
+}
+
+static nopfs_status answer_flush(struct answer_out *out)
+{
+	size_t pending = out->pending;
+
+	out->pending = 0;
+	return pending ? write_exact(out->served->fd, out->served->spill, pending, out->deadline)
+	               : NOPFS_OK;
+}
+
+/* serve_view's @take: the chunk's bytes where they are, if of the first chunk's plan. */
+static nopfs_status take_chunk(void *arg, const void *bytes, size_t length)
+{
+	struct answer_out *out = arg;
+
+	if (out->index > 0 && out->chunk_plan != out->plan)
+		return NOPFS_ERR_AGAIN;
+	if (length != out->length)
+		return NOPFS_ERR_INVALID;
+	return chunk_send(out, bytes, false);
 }
 
 static size_t chunk_length(uint64_t size, uint64_t offset)
@@ -343,7 +406,8 @@ static nopfs_status answer_whole(struct peer_served *served, const struct peer_r
                                  nopfs_status status, uint64_t deadline, uint64_t *bytes)
 {
 	struct peer_plane *plane = served->plane;
-	uint64_t size = request->size, seq;
+	uint64_t size = request->size;
+	struct answer_out out = { .served = served, .request = request, .deadline = deadline };
 
 	*bytes = 0;
 	if (status == NOPFS_OK && buffer_reserve(served, size))
@@ -361,56 +425,61 @@ static nopfs_status answer_whole(struct peer_served *served, const struct peer_r
 		                            (nopfs_sample_id)request->sample, served->buffer, size,
 		                            answer_by);
 	}
-	if (served_ok(plane, request, status))
-		*bytes = size;
-	status = send_header(served, request, *bytes, served->buffer, chunk_length(size, 0),
-	                     deadline, &seq);
-	for (uint64_t offset = chunk_length(size, 0), index = 1;
-	     status == NOPFS_OK && offset < *bytes; index++) {
-		size_t length = chunk_length(size, offset);
-
-		status = send_chunk(served, seq, index, served->buffer + offset, length, deadline);
-		offset += length;
+	if (!served_ok(plane, request, status))
+		return send_not_available(served, request, deadline);
+	status = NOPFS_OK;
+	for (uint64_t offset = 0; status == NOPFS_OK && offset < size; out.index++) {
+		out.length = chunk_length(size, offset);
+		status = chunk_send(&out, served->buffer + offset, true);
+		offset += out.length;
 	}
+	if (status == NOPFS_OK)
+		*bytes = size;
 	return status;
 }
 
 /*
- * The sample a chunk at a time, each read from the tier into one chunk's
- * buffer (still in the cache when tagged and sent) by the serve_range
- * callback. Every chunk must come from the plan the first came from: if a
- * new plan came in between, the connection is closed mid-answer (the asker
- * reads the PFS), never a chunk of another sample sent.
+ * The sample a chunk at a time: each lent where it is by the serve_view
+ * callback (tagged and sent from there), or read by serve_range into one
+ * chunk's buffer (still in the cache when tagged and sent). Every chunk
+ * must come from the plan the first came from: if a new plan came in
+ * between, the connection is closed mid-answer (the asker reads the PFS),
+ * never a chunk of another sample sent. A first chunk that is not there
+ * leaves the answer to answer_whole() (fill, or "not available").
  */
-static nopfs_status answer_ranges(struct peer_served *served, const struct peer_request *request,
+static nopfs_status answer_chunks(struct peer_served *served, const struct peer_request *request,
                                   uint64_t deadline, uint64_t *bytes)
 {
-	struct peer_plane *plane = served->plane;
-	uint64_t size = request->size, plan, seq;
-	size_t length = chunk_length(size, 0);
-	nopfs_status status;
+	const struct peer_config *config = &served->plane->config;
+	nopfs_sample_id sample = (nopfs_sample_id)request->sample;
+	uint64_t size = request->size;
+	struct answer_out out = { .served = served, .request = request, .deadline = deadline };
+	nopfs_status status = NOPFS_OK;
 
 	*bytes = 0;
 	if (!buffer_reserve(served, PEER_STREAM_CHUNK))
-		return send_header(served, request, 0, NULL, 0, deadline, &seq);
-	status =
-	        plane->config.serve_range(plane->config.serve_arg, (nopfs_sample_id)request->sample,
-	                                  size, 0, served->buffer, length, &plan);
-	if (status != NOPFS_OK)
-		return answer_whole(served, request, status, deadline, bytes);
-	status = send_header(served, request, size, served->buffer, length, deadline, &seq);
-	for (uint64_t offset = length, index = 1; status == NOPFS_OK && offset < size; index++) {
-		uint64_t chunk_plan = plan;
-
-		length = chunk_length(size, offset);
-		status = plane->config.serve_range(plane->config.serve_arg,
-		                                   (nopfs_sample_id)request->sample, size, offset,
-		                                   served->buffer, length, &chunk_plan);
-		if (status == NOPFS_OK && chunk_plan != plan)
-			status = NOPFS_ERR_AGAIN;
+		return send_not_available(served, request, deadline);
+	for (uint64_t offset = 0; status == NOPFS_OK && offset < size; out.index++) {
+		out.length = chunk_length(size, offset);
+		status = NOPFS_ERR_UNSUPPORTED;
+		if (config->serve_view)
+			status = config->serve_view(config->serve_arg, sample, size, offset,
+			                            out.length, &out.chunk_plan, take_chunk, &out);
+		if (status == NOPFS_ERR_UNSUPPORTED) {
+			status = config->serve_range(config->serve_arg, sample, size, offset,
+			                             served->buffer, out.length, &out.chunk_plan);
+			if (status == NOPFS_OK && out.index > 0 && out.chunk_plan != out.plan)
+				status = NOPFS_ERR_AGAIN;
+			if (status == NOPFS_OK)
+				status = chunk_send(&out, served->buffer, true);
+		}
+		if (status != NOPFS_OK && !out.started)
+			return answer_whole(served, request, status, deadline, bytes);
 		if (status == NOPFS_OK)
-			status = send_chunk(served, seq, index, served->buffer, length, deadline);
-		offset += length;
+			status = answer_flush(&out);
+		if (out.index == 0)
+			out.plan = out.chunk_plan;
+		offset += out.length;
 	}
 	if (status == NOPFS_OK)
 		*bytes = size;
@@ -424,15 +493,14 @@ static nopfs_status answer(struct peer_served *served, const struct peer_request
 	struct peer_plane *plane = served->plane;
 	uint64_t deadline = nopfs_clock_now_ns() +
 	                    (uint64_t)peer_deadline_ms(&plane->config, request->size) * 1000000u;
-	uint64_t seq;
 
 	*bytes = 0;
 	if (!peer_serve_in_bounds(plane, request) ||
 	    !peer_serve_is_serving(plane, request->auth.generation) ||
 	    request->sample > NOPFS_SAMPLE_ID_MAX || request->size == 0)
-		return send_header(served, request, 0, NULL, 0, deadline, &seq);
+		return send_not_available(served, request, deadline);
 	if (plane->config.serve_range)
-		return answer_ranges(served, request, deadline, bytes);
+		return answer_chunks(served, request, deadline, bytes);
 	return answer_whole(served, request, NOPFS_OK, deadline, bytes);
 }
 

@@ -437,6 +437,11 @@ nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer)
 	                       tier->offsets[position + 1] - tier->offsets[position]);
 }
 
+const void *tier_view(const struct tier *tier, uint64_t position, uint64_t offset)
+{
+	return tier->base ? tier->base + tier->offsets[position] + offset : NULL;
+}
+
 nopfs_status tier_read_range(const struct tier *tier, uint64_t position, uint64_t at, void *buffer,
                              uint64_t size)
 {

@@ -139,6 +139,9 @@ nopfs_status tier_copy_to_fd(const struct tier *tier, uint64_t position, int fd)
 /* Copy a present sample into @buffer. */
 nopfs_status tier_read(const struct tier *tier, uint64_t position, void *buffer);
 
+/* Where @offset of a present sample is in memory (a RAM tier); NULL for an SSD tier. */
+const void *tier_view(const struct tier *tier, uint64_t position, uint64_t offset);
+
 /* Copy @length bytes at @offset of a present sample into @buffer (within the sample). */
 nopfs_status tier_read_range(const struct tier *tier, uint64_t position, uint64_t offset,
                              void *buffer, uint64_t length);

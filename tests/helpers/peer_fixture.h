@@ -54,6 +54,9 @@ struct store {
 	/* serve_range: parts past the first come from plan 1 (a new plan meanwhile) */
 	bool plan_changes;
 	atomic_uint ranges;
+	/* serve_view: parts lent (every other one copied instead, when mixed) */
+	bool mixed_views;
+	atomic_uint views;
 	atomic_uint fills;
 	/* the last notice received */
 	atomic_uint notices;
@@ -88,6 +91,8 @@ static inline void store_init(struct store *store)
 	atomic_init(&store->fills, 0);
 	store->plan_changes = false;
 	atomic_init(&store->ranges, 0);
+	store->mixed_views = false;
+	atomic_init(&store->views, 0);
 	atomic_init(&store->notices, 0);
 }
 
@@ -137,6 +142,25 @@ static inline nopfs_status store_serve_range(void *arg, nopfs_sample_id sample, 
 	*plan = store->plan_changes && offset > 0;
 	atomic_fetch_add(&store->ranges, 1);
 	return NOPFS_OK;
+}
+
+/* The same, lent where it is (every other part copied instead, when @mixed). */
+static inline nopfs_status store_serve_view(void *arg, nopfs_sample_id sample, uint64_t size,
+                                            uint64_t offset, uint64_t length, uint64_t *plan,
+                                            peer_take_fn take, void *take_arg)
+{
+	struct store *store = arg;
+
+	if (sample >= SAMPLES || size != sample_sizes[sample] || offset > size ||
+	    length > size - offset)
+		return NOPFS_ERR_NOT_FOUND;
+	if (store->state[sample] != PRESENT)
+		return store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
+	if (store->mixed_views && (offset / (64 * 1024)) % 2)
+		return NOPFS_ERR_UNSUPPORTED;
+	*plan = store->plan_changes && offset > 0;
+	atomic_fetch_add(&store->views, 1);
+	return take(take_arg, store->ram + store->offsets[sample] + offset, length);
 }
 
 static inline void store_notice(void *arg, uint32_t sender, uint32_t kind, uint32_t generation,

@@ -17,14 +17,26 @@
 #include "peer/peer_internal.h"
 #include "common/fdio.h"
 
-/* A plane for @node serving @store over the stream path (@ranges: a part at a time). */
-static struct peer_plane *stream_plane(uint32_t node, struct store *store, bool ranges)
+/* How an owner serves the stream path. */
+enum serving {
+	WHOLE,  /* serve: the whole sample copied, then sent */
+	RANGES, /* serve_range: a part at a time copied */
+	VIEWS,  /* serve_view: a part at a time lent where it is */
+	MIXED,  /* serve_view lending every other part, serve_range the others */
+};
+
+/* A plane for @node serving @store over the stream path. */
+static struct peer_plane *stream_plane(uint32_t node, struct store *store, enum serving serving)
 {
 	struct peer_config config = plane_config(node, store, TIMEOUT_MS);
 
 	config.stream = PEER_STREAM_ON;
-	if (store && ranges)
+	if (store && serving != WHOLE)
 		config.serve_range = store_serve_range;
+	if (store && serving >= VIEWS)
+		config.serve_view = store_serve_view;
+	if (store)
+		store->mixed_views = serving == MIXED;
 	return plane_create(&config);
 }
 
@@ -33,11 +45,11 @@ struct stream_pair {
 	struct peer_plane *plane[2];
 };
 
-static void stream_pair_start(struct stream_pair *pair, bool ranges)
+static void stream_pair_start(struct stream_pair *pair, enum serving serving)
 {
 	for (unsigned int n = 0; n < 2; n++) {
 		store_init(&pair->store[n]);
-		pair->plane[n] = stream_plane(n, &pair->store[n], ranges);
+		pair->plane[n] = stream_plane(n, &pair->store[n], serving);
 	}
 	connect_to(pair->plane[0], pair->plane[1], 1);
 	connect_to(pair->plane[1], pair->plane[0], 0);
@@ -64,17 +76,17 @@ static unsigned int stream_open(struct peer_plane *plane, uint32_t node)
 	return open;
 }
 
-/* Every present sample, a part at a time and whole, right; over the stream path. */
+/* Every present sample right, whichever way its owner serves it; over the stream path. */
 START_TEST(stream_fetch_brings_every_sample)
 {
 	unsigned char *dest = malloc(sample_sizes[3]);
 	struct peer_stats stats;
 	struct stream_pair pair;
 
-	for (int ranges = 1; ranges >= 0; ranges--) {
+	for (enum serving serving = WHOLE; serving <= MIXED; serving++) {
 		unsigned int fetched = 0;
 
-		stream_pair_start(&pair, ranges);
+		stream_pair_start(&pair, serving);
 		for (int round = 0; round < 2; round++) {
 			for (unsigned int s = 0; s < SAMPLES; s++) {
 				if (s == ABSENT)
@@ -95,10 +107,17 @@ START_TEST(stream_fetch_brings_every_sample)
 			usleep(1000);
 		}
 		ck_assert_uint_eq(stats.served, fetched);
-		if (ranges) /* 16 MB in 64 KiB parts, and every other sample */
-			ck_assert_uint_ge(atomic_load(&pair.store[1].ranges), 2 * 256);
-		else
+		/* 16 MB in 256 parts of 64 KiB, twice, and every other sample */
+		if (serving == WHOLE)
 			ck_assert_uint_eq(atomic_load(&pair.store[1].served), fetched);
+		if (serving == RANGES)
+			ck_assert_uint_ge(atomic_load(&pair.store[1].ranges), 2 * 256);
+		if (serving == VIEWS)
+			ck_assert_uint_ge(atomic_load(&pair.store[1].views), 2 * 256);
+		if (serving == MIXED) {
+			ck_assert_uint_ge(atomic_load(&pair.store[1].views), 2 * 128);
+			ck_assert_uint_ge(atomic_load(&pair.store[1].ranges), 2 * 128);
+		}
 		stream_pair_stop(&pair);
 	}
 	free(dest);
@@ -134,7 +153,7 @@ START_TEST(stream_concurrent_fetches)
 	pthread_t threads[6];
 	struct stream_pair pair;
 
-	stream_pair_start(&pair, true);
+	stream_pair_start(&pair, MIXED);
 	for (int t = 0; t < 6; t++) {
 		askers[t] = (struct asker){ .plane = pair.plane[0] };
 		ck_assert_int_eq(pthread_create(&threads[t], NULL, asker_main, &askers[t]), 0);
@@ -157,7 +176,7 @@ START_TEST(stream_not_available_and_filled)
 	struct peer_stats stats;
 	struct stream_pair pair;
 
-	stream_pair_start(&pair, true);
+	stream_pair_start(&pair, MIXED);
 	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, ABSENT, dest, sample_sizes[ABSENT]),
 	                 NOPFS_ERR_NOT_FOUND);
 	peer_plane_set_generation(pair.plane[1], 3);
@@ -180,20 +199,26 @@ START_TEST(stream_not_available_and_filled)
 }
 END_TEST
 
-/* A plan that changes between the parts of an answer: no bytes taken, the PFS instead. */
+/*
+ * A plan that changes between the parts of an answer (lent or copied): no
+ * bytes taken, the PFS instead.
+ */
 START_TEST(stream_plan_change_mid_answer_fails_the_fetch)
 {
 	unsigned char *dest = malloc(sample_sizes[3]);
 	struct stream_pair pair;
 
-	stream_pair_start(&pair, true);
-	pair.store[1].plan_changes = true;
-	ck_assert_int_ne(peer_plane_fetch(pair.plane[0], 1, 3, dest, sample_sizes[3]), NOPFS_OK);
-	/* a one-part sample is whole from one plan */
-	assert_fetched(pair.plane[0], 1, 1, dest);
-	pair.store[1].plan_changes = false;
-	assert_fetched(pair.plane[0], 1, 3, dest);
-	stream_pair_stop(&pair);
+	for (enum serving serving = RANGES; serving <= MIXED; serving++) {
+		stream_pair_start(&pair, serving);
+		pair.store[1].plan_changes = true;
+		ck_assert_int_ne(peer_plane_fetch(pair.plane[0], 1, 3, dest, sample_sizes[3]),
+		                 NOPFS_OK);
+		/* a one-part sample is whole from one plan */
+		assert_fetched(pair.plane[0], 1, 1, dest);
+		pair.store[1].plan_changes = false;
+		assert_fetched(pair.plane[0], 1, 3, dest);
+		stream_pair_stop(&pair);
+	}
 	free(dest);
 }
 END_TEST
@@ -211,7 +236,7 @@ START_TEST(stream_other_key_refused)
 	struct store store;
 
 	store_init(&store);
-	owner = stream_plane(1, &store, true);
+	owner = stream_plane(1, &store, MIXED);
 	config = plane_config(0, NULL, TIMEOUT_MS);
 	config.stream = PEER_STREAM_ON;
 	ck_assert_int_eq(peer_secret_generate(config.secret), NOPFS_OK);
@@ -222,7 +247,9 @@ START_TEST(stream_other_key_refused)
 	peer_plane_stats(owner, &stats);
 	ck_assert_uint_ge(stats.dropped, 1);
 	ck_assert_uint_eq(stats.served, 0);
-	ck_assert_uint_eq(atomic_load(&store.ranges) + atomic_load(&store.served), 0);
+	ck_assert_uint_eq(atomic_load(&store.ranges) + atomic_load(&store.views) +
+	                          atomic_load(&store.served),
+	                  0);
 	peer_plane_destroy(rogue);
 	peer_plane_destroy(owner);
 	store_fini(&store);
@@ -316,8 +343,8 @@ START_TEST(stream_tampered_chunks_dropped)
 	socklen_t length = sizeof(address);
 	struct peer_stats stats;
 
-	asker = stream_plane(0, NULL, false);
-	twin = stream_plane(1, NULL, false); /* node 1's key, to seal as node 1 */
+	asker = stream_plane(0, NULL, WHOLE);
+	twin = stream_plane(1, NULL, WHOLE); /* node 1's key, to seal as node 1 */
 	for (int tamper = 0; tamper <= 2; tamper++) {
 		struct fake_owner fake = { .twin = twin, .tamper = tamper };
 		pthread_t thread;
@@ -362,7 +389,7 @@ START_TEST(stream_requests_outside_the_catalog_refused)
 	struct peer_stats stats;
 	struct stream_pair pair;
 
-	stream_pair_start(&pair, true);
+	stream_pair_start(&pair, MIXED);
 	peer_plane_set_bounds(pair.plane[1], SAMPLES, 64 * 1024);
 	ck_assert_int_eq(peer_plane_fetch(pair.plane[0], 1, SAMPLES + 5, dest, 16),
 	                 NOPFS_ERR_NOT_FOUND);
@@ -386,7 +413,7 @@ END_TEST
 /* A connection that never says who it is is closed within the hello's time. */
 START_TEST(stream_silent_connection_closed)
 {
-	struct peer_plane *owner = stream_plane(1, NULL, false);
+	struct peer_plane *owner = stream_plane(1, NULL, WHOLE);
 	const struct peer_record *record = peer_plane_local_record(owner);
 	struct sockaddr_in address = { .sin_family = AF_INET };
 	struct timeval wait = { .tv_sec = 3 * SCALE };
@@ -416,7 +443,7 @@ START_TEST(stream_owner_gone)
 	struct stream_pair pair;
 	double start;
 
-	stream_pair_start(&pair, true);
+	stream_pair_start(&pair, MIXED);
 	assert_fetched(pair.plane[0], 1, 2, dest);
 	peer_plane_destroy(pair.plane[1]);
 	pair.plane[1] = NULL;
