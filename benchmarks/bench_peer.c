@@ -39,8 +39,8 @@
 
 #define PRESENT 1
 #define SIZES   2
-#define ROUNDS  5 /* a process measures every figure once per round */
-#define PASSES  2 /* processes per configuration, alternating */
+#define ROUNDS  10 /* a process measures every figure once per round */
+#define PASSES  2  /* processes per configuration, alternating */
 
 static const uint64_t sizes[SIZES] = { 110 * 1000, 16 * 1024 * 1024 };
 static const char *const size_names[SIZES] = { "110 KB", "16 MB" };
@@ -403,7 +403,8 @@ static int measure_with(const char *segment, unsigned int methods, double second
 /* Medians over every round of every pass: rates, and ratios within a round. */
 struct summary {
 	double rate[SIZES][METHODS];
-	double versus_tcp[SIZES][METHODS]; /* median of the per-round ratios */
+	double versus_tcp[SIZES][METHODS];                /* median of the per-round ratios */
+	double low[SIZES][METHODS], high[SIZES][METHODS]; /* their spread: lowest, highest */
 };
 
 static void summarize(const struct figures passes[PASSES], struct summary *summary)
@@ -423,21 +424,26 @@ static void summarize(const struct figures passes[PASSES], struct summary *summa
 				}
 			}
 			summary->rate[s][m] = median(values, n);
-			summary->versus_tcp[s][m] = median(ratios, n);
+			summary->versus_tcp[s][m] = median(ratios, n); /* sorts them */
+			summary->low[s][m] = ratios[0];
+			summary->high[s][m] = ratios[n - 1];
 		}
 	}
 }
 
 static void print_fetches(const struct summary *f)
 {
-	printf("fetches (stream: the agents' own sockets; ucx: UCX's TCP transport)\n"
-	       "  %-8s %12s %10s %10s %11s %9s\n",
+	printf("fetches (stream: the agents' own sockets; ucx: UCX's TCP transport); "
+	       "ratios: median (lowest-highest round)\n"
+	       "  %-8s %12s %10s %10s %18s %18s\n",
 	       "size", "stream MB/s", "ucx MB/s", "tcp MB/s", "stream/tcp", "ucx/tcp");
 	for (int s = 0; s < SIZES; s++)
-		printf("  %-8s %12.0f %10.0f %10.0f %11.2f %9.2f\n", size_names[s],
-		       f->rate[s][METHOD_FETCH], f->rate[s][METHOD_FETCH_UCX],
+		printf("  %-8s %12.0f %10.0f %10.0f %6.2f (%.2f-%.2f) %6.2f (%.2f-%.2f)\n",
+		       size_names[s], f->rate[s][METHOD_FETCH], f->rate[s][METHOD_FETCH_UCX],
 		       f->rate[s][METHOD_TCP], f->versus_tcp[s][METHOD_FETCH],
-		       f->versus_tcp[s][METHOD_FETCH_UCX]);
+		       f->low[s][METHOD_FETCH], f->high[s][METHOD_FETCH],
+		       f->versus_tcp[s][METHOD_FETCH_UCX], f->low[s][METHOD_FETCH_UCX],
+		       f->high[s][METHOD_FETCH_UCX]);
 }
 
 static void print_gets(const struct summary *p, const struct summary *l)

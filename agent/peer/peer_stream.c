@@ -24,8 +24,9 @@
  * connection is closed (its state is unknown) and the caller reads the PFS.
  *
  * Answering: an acceptor thread and a thread per connection, at most
- * STREAM_SERVED_MAX of them. With a serve_range callback a sample is read a
- * chunk at a time into a chunk's buffer, tagged and sent; otherwise the
+ * STREAM_SERVED_MAX of them. A sample goes a chunk at a time: lent where it
+ * is by the serve_view callback (a RAM tier) and sent from there without
+ * waiting, or read by serve_range into a chunk's buffer; without those, the
  * serve callback copies it whole into the connection's buffer (at most the
  * plan's largest sample). A sample this agent keeps but has not fetched is
  * filled there by the fill callback, as the answering thread of the UCX
