@@ -545,52 +545,16 @@ void team_fini(struct agent *agent)
 
 /*
  * A peer asks for @length bytes at @offset of @sample (@size bytes): answer
- * from a local tier if it is there. Within one plan a present copy does not
- * change (*@plan: the plan's generation).
+ * from a local tier if it is there, copied into @buffer, or, with @take,
+ * handed to @take where they are in a RAM tier, under the plan's lock
+ * (@take does not block; NOPFS_ERR_UNSUPPORTED when the present copy is on
+ * an SSD). Within one plan a present copy does not change (*@plan: the
+ * plan's generation).
  */
-static nopfs_status serve_peer_range(void *arg, nopfs_sample_id sample, uint64_t size,
-                                     uint64_t offset, void *buffer, uint64_t length, uint64_t *plan)
-{
-	struct agent *agent = arg;
-	nopfs_status status = NOPFS_ERR_NOT_FOUND;
-
-	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
-		return NOPFS_ERR_NOT_FOUND; /* changing plans */
-	*plan = agent->generation;
-	if (sample >= agent->job.sampler.count ||
-	    nopfs_catalog_size(agent->job.catalog, sample) != size || offset > size ||
-	    length > size - offset)
-		goto out;
-	for (unsigned int t = 0; t < agent->tiers.count; t++) {
-		struct tier *tier = &agent->tiers.tier[t];
-		int64_t position = tier_position(tier, sample);
-
-		if (position < 0)
-			continue;
-		if (atomic_load(&tier->state[position]) == TIER_PRESENT) {
-			status = tier_read_range(tier, (uint64_t)position, offset, buffer, length);
-			break;
-		}
-		if ((uint64_t)position < tier->primary_count) {
-			status = NOPFS_ERR_AGAIN; /* ours to fetch: fill_for_peer() */
-			break;
-		}
-	}
-out:
-	pthread_rwlock_unlock(&agent->plan_lock);
-	return status;
-}
-
-/*
- * The same without a copy: @length bytes at @offset of @sample handed to
- * @take where they are in a RAM tier, under the plan's lock (@take does not
- * block); NOPFS_ERR_UNSUPPORTED when the present copy is on an SSD.
- */
-static nopfs_status serve_peer_view(void *arg, nopfs_sample_id sample, uint64_t size,
-                                    uint64_t offset, uint64_t length, uint64_t *plan,
+static nopfs_status serve_peer_part(struct agent *agent, nopfs_sample_id sample, uint64_t size,
+                                    uint64_t offset, uint64_t length, uint64_t *plan, void *buffer,
                                     peer_take_fn take, void *take_arg)
 {
-	struct agent *agent = arg;
 	nopfs_status status = NOPFS_ERR_NOT_FOUND;
 
 	if (pthread_rwlock_tryrdlock(&agent->plan_lock) != 0)
@@ -607,6 +571,10 @@ static nopfs_status serve_peer_view(void *arg, nopfs_sample_id sample, uint64_t 
 
 		if (position < 0)
 			continue;
+		if (atomic_load(&tier->state[position]) == TIER_PRESENT && !take) {
+			status = tier_read_range(tier, (uint64_t)position, offset, buffer, length);
+			break;
+		}
 		if (atomic_load(&tier->state[position]) == TIER_PRESENT) {
 			bytes = tier_view(tier, (uint64_t)position, offset);
 			status = bytes ? take(take_arg, bytes, length) : NOPFS_ERR_UNSUPPORTED;
@@ -620,6 +588,19 @@ static nopfs_status serve_peer_view(void *arg, nopfs_sample_id sample, uint64_t 
 out:
 	pthread_rwlock_unlock(&agent->plan_lock);
 	return status;
+}
+
+static nopfs_status serve_peer_range(void *arg, nopfs_sample_id sample, uint64_t size,
+                                     uint64_t offset, void *buffer, uint64_t length, uint64_t *plan)
+{
+	return serve_peer_part(arg, sample, size, offset, length, plan, buffer, NULL, NULL);
+}
+
+static nopfs_status serve_peer_view(void *arg, nopfs_sample_id sample, uint64_t size,
+                                    uint64_t offset, uint64_t length, uint64_t *plan,
+                                    peer_take_fn take, void *take_arg)
+{
+	return serve_peer_part(arg, sample, size, offset, length, plan, NULL, take, take_arg);
 }
 
 static nopfs_status serve_peer(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size)

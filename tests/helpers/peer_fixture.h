@@ -126,18 +126,31 @@ static inline nopfs_status store_serve(void *arg, nopfs_sample_id sample, void *
 	return NOPFS_OK;
 }
 
+/* Whether @store keeps part @offset, @length of @sample (*@status if not). */
+static inline bool store_has_part(const struct store *store, nopfs_sample_id sample, uint64_t size,
+                                  uint64_t offset, uint64_t length, nopfs_status *status)
+{
+	*status = NOPFS_ERR_NOT_FOUND;
+	if (sample >= SAMPLES || size != sample_sizes[sample] || offset > size ||
+	    length > size - offset)
+		return false;
+	if (store->state[sample] != PRESENT) {
+		*status = store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
+		return false;
+	}
+	return true;
+}
+
 /* The stream path's serve, a part at a time, from the same bytes. */
 static inline nopfs_status store_serve_range(void *arg, nopfs_sample_id sample, uint64_t size,
                                              uint64_t offset, void *buffer, uint64_t length,
                                              uint64_t *plan)
 {
 	struct store *store = arg;
+	nopfs_status status;
 
-	if (sample >= SAMPLES || size != sample_sizes[sample] || offset > size ||
-	    length > size - offset)
-		return NOPFS_ERR_NOT_FOUND;
-	if (store->state[sample] != PRESENT)
-		return store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
+	if (!store_has_part(store, sample, size, offset, length, &status))
+		return status;
 	memcpy(buffer, store->ram + store->offsets[sample] + offset, length);
 	*plan = store->plan_changes && offset > 0;
 	atomic_fetch_add(&store->ranges, 1);
@@ -150,12 +163,10 @@ static inline nopfs_status store_serve_view(void *arg, nopfs_sample_id sample, u
                                             peer_take_fn take, void *take_arg)
 {
 	struct store *store = arg;
+	nopfs_status status;
 
-	if (sample >= SAMPLES || size != sample_sizes[sample] || offset > size ||
-	    length > size - offset)
-		return NOPFS_ERR_NOT_FOUND;
-	if (store->state[sample] != PRESENT)
-		return store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
+	if (!store_has_part(store, sample, size, offset, length, &status))
+		return status;
 	if (store->mixed_views && (offset / (64 * 1024)) % 2)
 		return NOPFS_ERR_UNSUPPORTED;
 	*plan = store->plan_changes && offset > 0;
