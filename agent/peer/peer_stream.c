@@ -53,6 +53,7 @@
 #include "peer_internal.h"
 
 #define PEER_STREAM_CHUNK (64 * 1024)
+#define PART_CHUNKS       4   /* chunks tagged, then sent in one call: one wait, one lock */
 #define STREAM_OPEN_MAX   8   /* connections to one node, in use or idle */
 #define STREAM_SERVED_MAX 256 /* connections answered at once */
 #define STREAM_HELLO_MS   2000
@@ -68,7 +69,8 @@ struct peer_served {
 	unsigned char *buffer;
 	uint64_t capacity;
 	/* what the socket did not take of a chunk lent by serve_view */
-	unsigned char spill[sizeof(struct peer_response) + PEER_TAG_BYTES + PEER_STREAM_CHUNK];
+	unsigned char spill[sizeof(struct peer_response) +
+	                    PART_CHUNKS * (PEER_TAG_BYTES + PEER_STREAM_CHUNK)];
 };
 
 /* ------------------------------------------------------------------------
@@ -274,28 +276,45 @@ static nopfs_status send_not_available(struct peer_served *served,
 	                          : status;
 }
 
-/* An answer with bytes being sent: its header with the first chunk, then the others. */
+/*
+ * An answer with bytes being sent: its header with the first chunk, then
+ * the others, PART_CHUNKS at a time (a "part").
+ */
 struct answer_out {
 	struct peer_served *served;
 	const struct peer_request *request;
 	uint64_t deadline;
-	uint64_t seq;        /* the header's, once sealed */
-	uint64_t index;      /* of the chunk to send */
-	size_t length;       /* its length */
-	uint64_t plan;       /* the first chunk's plan */
-	uint64_t chunk_plan; /* this chunk's */
-	bool started;        /* something was sent: the answer cannot be another now */
-	size_t pending;      /* bytes in served->spill still to send */
+	uint64_t seq;       /* the header's, once sealed */
+	uint64_t offset;    /* of the part to send, in the sample */
+	uint64_t index;     /* of its first chunk */
+	size_t length;      /* its length */
+	uint64_t plan;      /* the first part's plan */
+	uint64_t part_plan; /* this part's */
+	bool started;       /* something was sent: the answer cannot be another now */
+	size_t pending;     /* bytes in served->spill still to send */
 };
 
+static size_t chunk_length(uint64_t size, uint64_t offset)
+{
+	return size - offset < PEER_STREAM_CHUNK ? (size_t)(size - offset) : PEER_STREAM_CHUNK;
+}
+
+/* The part at @offset: the first chunk alone (sent at once), then PART_CHUNKS chunks. */
+static size_t part_length(uint64_t size, uint64_t offset)
+{
+	uint64_t part = offset ? PART_CHUNKS * PEER_STREAM_CHUNK : PEER_STREAM_CHUNK;
+
+	return size - offset < part ? (size_t)(size - offset) : (size_t)part;
+}
+
 /*
- * Send chunk out->index (@data), after the header if it is the first,
- * tagged, in one call. With @wait false (the bytes are lent under the
- * agent's lock) nothing blocks: what the socket does not take at once is
- * copied to the spill buffer, which answer_flush() sends once the lender
- * is done.
+ * Send the part at out->offset (@data), after the header if it is the
+ * first, each chunk tagged, in one call. With @wait false (the bytes are
+ * lent under the agent's lock) nothing blocks: what the socket does not
+ * take at once is copied to the spill buffer, which answer_flush() sends
+ * once the lender is done.
  */
-static nopfs_status chunk_send(struct answer_out *out, const unsigned char *data, bool wait)
+static nopfs_status part_send(struct answer_out *out, const unsigned char *data, bool wait)
 {
 	struct peer_served *served = out->served;
 	struct peer_response header = {
@@ -304,28 +323,34 @@ static nopfs_status chunk_send(struct answer_out *out, const unsigned char *data
 		.owner = served->plane->config.node,
 		.asker = out->request->asker,
 	};
-	unsigned char tag[PEER_TAG_BYTES];
-	struct iovec iovs[3] = { { &header, sizeof(header) },
-		                 { tag, sizeof(tag) },
-		                 { (void *)data, out->length } };
-	struct iovec *iov = out->index ? iovs + 1 : iovs;
-	int count = out->index ? 2 : 3;
-	struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)count };
+	unsigned char tags[PART_CHUNKS][PEER_TAG_BYTES];
+	struct iovec iovs[1 + 2 * PART_CHUNKS] = { { &header, sizeof(header) } };
+	struct iovec *iov = out->offset ? iovs + 1 : iovs;
+	int count = out->offset ? 0 : 1;
+	struct msghdr msg;
 	ssize_t sent;
 
 	/* the length is the sample's size; its bytes follow in tagged chunks */
-	if (out->index == 0 &&
+	if (out->offset == 0 &&
 	    peer_auth_seal(served->plane, PEER_STREAM_RESPONSE, out->request->auth.generation,
 	                   &header, sizeof(header), NULL, out->request->size) != NOPFS_OK)
 		return NOPFS_ERR_INTERNAL;
-	if (out->index == 0)
+	if (out->offset == 0)
 		out->seq = header.auth.seq;
-	if (!peer_auth_chunk_tag(served->chunks, out->seq, (uint32_t)out->index, data, out->length,
-	                         tag))
-		return NOPFS_ERR_INTERNAL;
+	for (size_t at = 0, c = 0; at < out->length; c++) {
+		size_t length = chunk_length(out->request->size, out->offset + at);
+
+		if (!peer_auth_chunk_tag(served->chunks, out->seq, (uint32_t)(out->index + c),
+		                         data + at, length, tags[c]))
+			return NOPFS_ERR_INTERNAL;
+		iov[count++] = (struct iovec){ tags[c], PEER_TAG_BYTES };
+		iov[count++] = (struct iovec){ (void *)(data + at), length };
+		at += length;
+	}
 	out->started = true;
 	if (wait)
 		return write_all(served->fd, iov, count, out->deadline);
+	msg = (struct msghdr){ .msg_iov = iov, .msg_iovlen = (size_t)count };
 	do
 		sent = sendmsg(served->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (sent < 0 && errno == EINTR);
@@ -339,6 +364,16 @@ static nopfs_status chunk_send(struct answer_out *out, const unsigned char *data
 	return NOPFS_OK;
 }
 
+/* Move @out to its next part. */
+static void part_next(struct answer_out *out)
+{
+	for (size_t at = 0; at < out->length; out->index++)
+		at += chunk_length(out->request->size, out->offset + at);
+	out->offset += out->length;
+	out->length =
+	        out->offset < out->request->size ? part_length(out->request->size, out->offset) : 0;
+}
+
 static nopfs_status answer_flush(struct answer_out *out)
 {
 	size_t pending = out->pending;
@@ -348,21 +383,16 @@ static nopfs_status answer_flush(struct answer_out *out)
 	               : NOPFS_OK;
 }
 
-/* serve_view's @take: the chunk's bytes where they are, if of the first chunk's plan. */
-static nopfs_status take_chunk(void *arg, const void *bytes, size_t length)
+/* serve_view's @take: the part's bytes where they are, if of the first part's plan. */
+static nopfs_status take_part(void *arg, const void *bytes, size_t length)
 {
 	struct answer_out *out = arg;
 
-	if (out->index > 0 && out->chunk_plan != out->plan)
+	if (out->offset > 0 && out->part_plan != out->plan)
 		return NOPFS_ERR_AGAIN;
 	if (length != out->length)
 		return NOPFS_ERR_INVALID;
-	return chunk_send(out, bytes, false);
-}
-
-static size_t chunk_length(uint64_t size, uint64_t offset)
-{
-	return size - offset < PEER_STREAM_CHUNK ? (size_t)(size - offset) : PEER_STREAM_CHUNK;
+	return part_send(out, bytes, false);
 }
 
 /* Room for @size bytes in @served's buffer. */
@@ -408,7 +438,10 @@ static nopfs_status answer_whole(struct peer_served *served, const struct peer_r
 {
 	struct peer_plane *plane = served->plane;
 	uint64_t size = request->size;
-	struct answer_out out = { .served = served, .request = request, .deadline = deadline };
+	struct answer_out out = { .served = served,
+		                  .request = request,
+		                  .deadline = deadline,
+		                  .length = part_length(size, 0) };
 
 	*bytes = 0;
 	if (status == NOPFS_OK && buffer_reserve(served, size))
@@ -428,25 +461,21 @@ static nopfs_status answer_whole(struct peer_served *served, const struct peer_r
 	}
 	if (!served_ok(plane, request, status))
 		return send_not_available(served, request, deadline);
-	status = NOPFS_OK;
-	for (uint64_t offset = 0; status == NOPFS_OK && offset < size; out.index++) {
-		out.length = chunk_length(size, offset);
-		status = chunk_send(&out, served->buffer + offset, true);
-		offset += out.length;
-	}
+	for (status = NOPFS_OK; status == NOPFS_OK && out.length; part_next(&out))
+		status = part_send(&out, served->buffer + out.offset, true);
 	if (status == NOPFS_OK)
 		*bytes = size;
 	return status;
 }
 
 /*
- * The sample a chunk at a time: each lent where it is by the serve_view
+ * The sample a part at a time: each lent where it is by the serve_view
  * callback (tagged and sent from there), or read by serve_range into one
- * chunk's buffer (still in the cache when tagged and sent). Every chunk
- * must come from the plan the first came from: if a new plan came in
- * between, the connection is closed mid-answer (the asker reads the PFS),
- * never a chunk of another sample sent. A first chunk that is not there
- * leaves the answer to answer_whole() (fill, or "not available").
+ * part's buffer (still in the cache when tagged and sent). Every part must
+ * come from the plan the first came from: if a new plan came in between,
+ * the connection is closed mid-answer (the asker reads the PFS), never a
+ * chunk of another sample sent. A first part that is not there leaves the
+ * answer to answer_whole() (fill, or "not available").
  */
 static nopfs_status answer_chunks(struct peer_served *served, const struct peer_request *request,
                                   uint64_t deadline, uint64_t *bytes)
@@ -454,33 +483,34 @@ static nopfs_status answer_chunks(struct peer_served *served, const struct peer_
 	const struct peer_config *config = &served->plane->config;
 	nopfs_sample_id sample = (nopfs_sample_id)request->sample;
 	uint64_t size = request->size;
-	struct answer_out out = { .served = served, .request = request, .deadline = deadline };
+	struct answer_out out = { .served = served,
+		                  .request = request,
+		                  .deadline = deadline,
+		                  .length = part_length(size, 0) };
 	nopfs_status status = NOPFS_OK;
 
 	*bytes = 0;
-	if (!buffer_reserve(served, PEER_STREAM_CHUNK))
+	if (!buffer_reserve(served, PART_CHUNKS * PEER_STREAM_CHUNK))
 		return send_not_available(served, request, deadline);
-	for (uint64_t offset = 0; status == NOPFS_OK && offset < size; out.index++) {
-		out.length = chunk_length(size, offset);
+	for (; status == NOPFS_OK && out.length; part_next(&out)) {
 		status = NOPFS_ERR_UNSUPPORTED;
 		if (config->serve_view)
-			status = config->serve_view(config->serve_arg, sample, size, offset,
-			                            out.length, &out.chunk_plan, take_chunk, &out);
+			status = config->serve_view(config->serve_arg, sample, size, out.offset,
+			                            out.length, &out.part_plan, take_part, &out);
 		if (status == NOPFS_ERR_UNSUPPORTED) {
-			status = config->serve_range(config->serve_arg, sample, size, offset,
-			                             served->buffer, out.length, &out.chunk_plan);
-			if (status == NOPFS_OK && out.index > 0 && out.chunk_plan != out.plan)
+			status = config->serve_range(config->serve_arg, sample, size, out.offset,
+			                             served->buffer, out.length, &out.part_plan);
+			if (status == NOPFS_OK && out.offset > 0 && out.part_plan != out.plan)
 				status = NOPFS_ERR_AGAIN;
 			if (status == NOPFS_OK)
-				status = chunk_send(&out, served->buffer, true);
+				status = part_send(&out, served->buffer, true);
 		}
 		if (status != NOPFS_OK && !out.started)
 			return answer_whole(served, request, status, deadline, bytes);
 		if (status == NOPFS_OK)
 			status = answer_flush(&out);
-		if (out.index == 0)
-			out.plan = out.chunk_plan;
-		offset += out.length;
+		if (out.offset == 0)
+			out.plan = out.part_plan;
 	}
 	if (status == NOPFS_OK)
 		*bytes = size;

@@ -167,7 +167,8 @@ static inline nopfs_status store_serve_view(void *arg, nopfs_sample_id sample, u
 
 	if (!store_has_part(store, sample, size, offset, length, &status))
 		return status;
-	if (store->mixed_views && (offset / (64 * 1024)) % 2)
+	/* parts: the first 64 KiB, then 256 KiB each */
+	if (store->mixed_views && (offset + 64 * 1024) / (256 * 1024) % 2)
 		return NOPFS_ERR_UNSUPPORTED;
 	*plan = store->plan_changes && offset > 0;
 	atomic_fetch_add(&store->views, 1);

@@ -107,16 +107,16 @@ START_TEST(stream_fetch_brings_every_sample)
 			usleep(1000);
 		}
 		ck_assert_uint_eq(stats.served, fetched);
-		/* 16 MB in 256 parts of 64 KiB, twice, and every other sample */
+		/* 16 MB in 65 parts (64 KiB, then 256 KiB each), twice, and the others */
 		if (serving == WHOLE)
 			ck_assert_uint_eq(atomic_load(&pair.store[1].served), fetched);
 		if (serving == RANGES)
-			ck_assert_uint_ge(atomic_load(&pair.store[1].ranges), 2 * 256);
+			ck_assert_uint_ge(atomic_load(&pair.store[1].ranges), 2 * 65);
 		if (serving == VIEWS)
-			ck_assert_uint_ge(atomic_load(&pair.store[1].views), 2 * 256);
+			ck_assert_uint_ge(atomic_load(&pair.store[1].views), 2 * 65);
 		if (serving == MIXED) {
-			ck_assert_uint_ge(atomic_load(&pair.store[1].views), 2 * 128);
-			ck_assert_uint_ge(atomic_load(&pair.store[1].ranges), 2 * 128);
+			ck_assert_uint_ge(atomic_load(&pair.store[1].views), 2 * 32);
+			ck_assert_uint_ge(atomic_load(&pair.store[1].ranges), 2 * 32);
 		}
 		stream_pair_stop(&pair);
 	}
@@ -265,6 +265,22 @@ struct fake_owner {
 	int tamper; /* 0: a right answer; 1: a chunk's byte changed; 2: chunks swapped */
 };
 
+/* All of @length bytes sent on @fd, without SIGPIPE when the other end closed. */
+static bool send_all(int fd, const void *data, size_t length)
+{
+	const char *at = data;
+
+	while (length > 0) {
+		ssize_t n = send(fd, at, length, MSG_NOSIGNAL);
+
+		if (n <= 0)
+			return false;
+		at += n;
+		length -= (size_t)n;
+	}
+	return true;
+}
+
 static void *fake_owner_main(void *arg)
 {
 	struct fake_owner *fake = arg;
@@ -276,6 +292,7 @@ static void *fake_owner_main(void *arg)
 	unsigned char tags[2][PEER_TAG_BYTES];
 	uint64_t size = sample_sizes[2], first = 64 * 1024;
 	unsigned char *bytes = malloc(size);
+	bool sent;
 
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(nopfs_read_exact(fd, &hello, sizeof(hello)), NOPFS_OK);
@@ -300,14 +317,14 @@ static void *fake_owner_main(void *arg)
 		bytes[first + 100] ^= 1;
 	if (fake->tamper == 2) /* the second chunk's tag on the first: index in the nonce */
 		memcpy(tags[0], tags[1], PEER_TAG_BYTES);
-	ck_assert_int_eq(nopfs_write_all(fd, &header, sizeof(header)), NOPFS_OK);
-	ck_assert_int_eq(nopfs_write_all(fd, tags[0], PEER_TAG_BYTES), NOPFS_OK);
-	ck_assert_int_eq(nopfs_write_all(fd, bytes, first), NOPFS_OK);
-	ck_assert_int_eq(nopfs_write_all(fd, tags[1], PEER_TAG_BYTES), NOPFS_OK);
-	ck_assert_int_eq(nopfs_write_all(fd, bytes + first, size - first), NOPFS_OK);
+	/* (the asker may close the connection before the end: after a bad chunk) */
+	sent = send_all(fd, &header, sizeof(header)) && send_all(fd, tags[0], PEER_TAG_BYTES) &&
+	       send_all(fd, bytes, first) && send_all(fd, tags[1], PEER_TAG_BYTES) &&
+	       send_all(fd, bytes + first, size - first);
+	ck_assert(sent || fake->tamper);
 	/* the asker closes a connection whose answer did not verify */
 	if (fake->tamper)
-		ck_assert_int_eq(read(fd, &request, 1), 0);
+		ck_assert_int_le(read(fd, &request, 1), 0);
 	close(fd);
 	EVP_CIPHER_CTX_free(chunks);
 	free(bytes);
