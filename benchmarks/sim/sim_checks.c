@@ -38,7 +38,7 @@ static const struct sim_report *find(const struct sim_report *reports, unsigned 
 static double ratio(const struct sim_report *r, enum sim_policy policy)
 {
 	const struct sim_result *res = sim_report_result(r, policy);
-	double lower = sim_report_lower_bound(r);
+	double lower = res ? sim_result_lower_bound(r, res) : 0;
 
 	return res && res->feasible && lower > 0 ? res->total / lower : NAN;
 }
@@ -79,7 +79,6 @@ static int compare_jobs(const void *a, const void *b)
 static void ordering(const struct sim_report *r)
 {
 	const struct sim_job *sorted[SIM_POLICY_COUNT];
-	double lower = sim_report_lower_bound(r);
 	unsigned int count = 0;
 
 	for (unsigned int i = 0; i < r->count && count < SIM_POLICY_COUNT; i++)
@@ -89,7 +88,7 @@ static void ordering(const struct sim_report *r)
 	printf("  %-4s ours:", r->label);
 	for (unsigned int i = 0; i < count; i++)
 		printf("%s %s %.3f", i ? " <=" : "", sim_policy_name(sorted[i]->policy),
-		       lower > 0 ? sorted[i]->result.total / lower : 0);
+		       sorted[i]->result.total / sim_result_lower_bound(r, &sorted[i]->result));
 	for (unsigned int i = 0; i < r->count; i++)
 		if (r->jobs[i].status == NOPFS_OK && !r->jobs[i].result.feasible)
 			printf("; %s infeasible", sim_policy_name(r->jobs[i].policy));
@@ -262,6 +261,29 @@ static void frequency(const struct sim_frequency *f)
 	    f->high_violations + f->low_violations == 0 ? "agrees" : "differs");
 }
 
+/* No policy finishes before its lower bound, in any scenario. */
+static void below_bound(const struct sim_report *reports, unsigned int count)
+{
+	unsigned int below = 0, policies = 0;
+	char ours[128], first[64] = "";
+
+	for (unsigned int i = 0; i < count; i++) {
+		for (unsigned int j = 0; j < reports[i].count; j++) {
+			const struct sim_result *res = &reports[i].jobs[j].result;
+			double lower = sim_result_lower_bound(&reports[i], res);
+
+			if (reports[i].jobs[j].status != NOPFS_OK || !res->feasible || !(lower > 0))
+				continue;
+			policies++;
+			if (res->total < lower * (1 - 1e-9) && below++ == 0)
+				snprintf(first, sizeof(first), " (%s in S%s)",
+				         sim_policy_name(res->policy), reports[i].label);
+		}
+	}
+	snprintf(ours, sizeof(ours), "%u of %u runs%s", below, policies, first);
+	row("no policy below its lower bound", "-", ours, below == 0 ? "agrees" : "differs");
+}
+
 void sim_checks_print(const struct sim_report *reports, unsigned int count,
                       const struct sim_fig9 *f9, const struct sim_frequency *freq)
 {
@@ -298,6 +320,7 @@ void sim_checks_print(const struct sim_report *reports, unsigned int count,
 		frequency(freq);
 	else
 		row("T1/T2", "-", "not run", "");
+	below_bound(reports, count);
 	printf("  Orderings by total time (x lower bound). Paper: S1 all close but Naive; S2 "
 	       "NoPFS\n"
 	       "  best; S3 NoPFS near LB, DeepIO-ordered poor, LBANN infeasible; S4 as S3.\n");

@@ -24,6 +24,13 @@ double sim_report_lower_bound(const struct sim_report *report)
 	return perfect && perfect->feasible ? perfect->total : 0;
 }
 
+double sim_result_lower_bound(const struct sim_report *report, const struct sim_result *res)
+{
+	double perfect = sim_report_lower_bound(report);
+
+	return perfect > 0 && perfect < res->compute ? perfect : res->compute;
+}
+
 const char *sim_regime(const struct sim_dataset *data, const struct sim_system *system)
 {
 	const struct nopfs_model *m = &system->model;
@@ -107,9 +114,10 @@ static void print_header(const struct sim_report *r)
 	print_system(r->system, w->nodes);
 }
 
-static void print_row(const struct sim_report *r, const struct sim_result *res, double lower,
-                      double divisor, const int *buckets, unsigned int bucket_count)
+static void print_row(const struct sim_report *r, const struct sim_result *res, double divisor,
+                      const int *buckets, unsigned int bucket_count)
 {
+	double lower = sim_result_lower_bound(r, res);
 	const char *unit;
 	double bytes;
 	const struct sim_workload *w = &r->data->workload;
@@ -166,7 +174,7 @@ void sim_report_print(const struct sim_report *r)
 			printf("  %-14s INFEASIBLE: %s\n", sim_policy_name(job->policy),
 			       job->result.note);
 		else
-			print_row(r, &job->result, lower, divisor, buckets, bucket_count);
+			print_row(r, &job->result, divisor, buckets, bucket_count);
 	}
 	printf("  notes:\n");
 	for (unsigned int i = 0; i < r->count; i++)
@@ -239,7 +247,7 @@ static void csv_row(FILE *out, const struct sim_report *r, const struct sim_job 
 {
 	const struct sim_result *res = &job->result;
 	const struct sim_workload *w = &r->data->workload;
-	double lower = sim_report_lower_bound(r);
+	double lower = sim_result_lower_bound(r, res);
 
 	fprintf(out, "%s,%s,%" PRIu32 ",%" PRIu64 ",%" PRIu32 ",%" PRIu64 ",%s,%s,%d", r->label,
 	        w->name, w->nodes, w->samples, w->epochs, r->data->bytes,

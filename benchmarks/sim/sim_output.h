@@ -40,6 +40,14 @@ const struct sim_result *sim_report_result(const struct sim_report *report, enum
 /* Perfect's total, or 0. */
 double sim_report_lower_bound(const struct sim_report *report);
 
+/*
+ * The lower bound of @res's total: Perfect's, or, for a policy that deals
+ * the samples to other workers than the sampler does (LocalityAware) and so
+ * balances their compute otherwise, its own compute when lower (no worker
+ * can finish before its own samples' compute); 0 if neither is known.
+ */
+double sim_result_lower_bound(const struct sim_report *report, const struct sim_result *res);
+
 /* The regime by the numbers: "S < d1", "d1 < S < D", "D < S < ND", "ND < S". */
 const char *sim_regime(const struct sim_dataset *data, const struct sim_system *system);
 

@@ -14,6 +14,7 @@
 #include "sim_commands.h"
 #include "sim_config.h"
 #include "sim_frequency.h"
+#include "sim_output.h"
 #include "sim_scenarios.h"
 
 #define MB 1e6
@@ -286,6 +287,7 @@ START_TEST(policy_invariants_on_scaled_scenarios)
 		struct sim_workload w;
 		struct sim_system system;
 		struct sim_dataset *data;
+		struct sim_report report;
 		double lower;
 
 		sim_paper_workload(sc, 0.004, &w);
@@ -296,17 +298,21 @@ START_TEST(policy_invariants_on_scaled_scenarios)
 			jobs[p] = (struct sim_job){ .data = data, .system = &system, .policy = p };
 		ck_assert_int_eq(sim_run_batch(jobs, SIM_POLICY_COUNT, 2), NOPFS_OK);
 		lower = jobs[SIM_PERFECT].result.total;
+		report = (struct sim_report){ .jobs = jobs, .count = SIM_POLICY_COUNT };
 		for (int p = 0; p < SIM_POLICY_COUNT; p++) {
 			const struct sim_result *r = &jobs[p].result;
 			double split = 0;
 
 			if (!r->feasible)
 				continue;
-			/* Reordering policies may balance bytes differently. */
+			/* Reordering policies may balance bytes differently... */
 			ck_assert(r->total >= (r->stage_in + r->compute) * (1 - 1e-12));
 			if (p != SIM_LOCALITY_AWARE && p != SIM_DEEPIO_OPTIMISTIC &&
 			    p != SIM_PARALLEL_STAGING)
 				ck_assert(r->total >= lower * (1 - 1e-12));
+			/* ... and are measured against their own compute then: never below 1 */
+			ck_assert(r->total >= sim_result_lower_bound(&report, r) * (1 - 1e-12));
+			ck_assert(sim_result_lower_bound(&report, r) <= lower);
 			for (int b = 0; b < SIM_BUCKETS; b++)
 				split += r->bucket[b];
 			ck_assert(close_to(split, r->total));
