@@ -571,11 +571,12 @@ static nopfs_status serve_peer_part(struct agent *agent, nopfs_sample_id sample,
 
 		if (position < 0)
 			continue;
-		if (atomic_load(&tier->state[position]) == TIER_PRESENT && !take) {
-			status = tier_read_range(tier, (uint64_t)position, offset, buffer, length);
-			break;
-		}
 		if (atomic_load(&tier->state[position]) == TIER_PRESENT) {
+			if (!take) {
+				status = tier_read_range(tier, (uint64_t)position, offset, buffer,
+				                         length);
+				break;
+			}
 			bytes = tier_view(tier, (uint64_t)position, offset);
 			status = bytes ? take(take_arg, bytes, length) : NOPFS_ERR_UNSUPPORTED;
 			break;

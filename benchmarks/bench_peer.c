@@ -76,13 +76,22 @@ static int arena_init(struct arena *arena)
 	return 0;
 }
 
+/* Where @length bytes at @offset of @sample (@size bytes) are, or NULL: not one of ours. */
+static const unsigned char *arena_part(const struct arena *arena, nopfs_sample_id sample,
+                                       uint64_t size, uint64_t offset, uint64_t length)
+{
+	if (sample >= SIZES || size != sizes[sample] || offset > size || length > size - offset)
+		return NULL;
+	return arena->ram + arena->offsets[sample] + offset;
+}
+
 static nopfs_status arena_serve(void *arg, nopfs_sample_id sample, void *buffer, uint64_t size)
 {
-	struct arena *arena = arg;
+	const unsigned char *bytes = arena_part(arg, sample, size, 0, size);
 
-	if (sample >= SIZES || size != sizes[sample])
+	if (!bytes)
 		return NOPFS_ERR_NOT_FOUND;
-	memcpy(buffer, arena->ram + arena->offsets[sample], size);
+	memcpy(buffer, bytes, size);
 	return NOPFS_OK;
 }
 
@@ -91,11 +100,11 @@ static nopfs_status arena_serve_range(void *arg, nopfs_sample_id sample, uint64_
                                       uint64_t offset, void *buffer, uint64_t length,
                                       uint64_t *plan)
 {
-	struct arena *arena = arg;
+	const unsigned char *bytes = arena_part(arg, sample, size, offset, length);
 
-	if (sample >= SIZES || size != sizes[sample] || offset > size || length > size - offset)
+	if (!bytes)
 		return NOPFS_ERR_NOT_FOUND;
-	memcpy(buffer, arena->ram + arena->offsets[sample] + offset, length);
+	memcpy(buffer, bytes, length);
 	*plan = 0;
 	return NOPFS_OK;
 }
@@ -105,12 +114,12 @@ static nopfs_status arena_serve_view(void *arg, nopfs_sample_id sample, uint64_t
                                      uint64_t offset, uint64_t length, uint64_t *plan,
                                      peer_take_fn take, void *take_arg)
 {
-	struct arena *arena = arg;
+	const unsigned char *bytes = arena_part(arg, sample, size, offset, length);
 
-	if (sample >= SIZES || size != sizes[sample] || offset > size || length > size - offset)
+	if (!bytes)
 		return NOPFS_ERR_NOT_FOUND;
 	*plan = 0;
-	return take(take_arg, arena->ram + arena->offsets[sample] + offset, length);
+	return take(take_arg, bytes, length);
 }
 
 static struct peer_plane *plane_create(uint32_t node, struct arena *arena,

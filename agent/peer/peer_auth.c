@@ -76,23 +76,58 @@ static bool mac_add(EVP_CIPHER_CTX *ctx, const void *data, size_t length)
 	return true;
 }
 
+/* @key = HMAC-SHA256(@secret, @label): 32 bytes. */
+static bool derive_key(const void *secret, size_t secret_length, const void *label,
+                       size_t label_length, unsigned char key[32])
+{
+	unsigned char digest[EVP_MAX_MD_SIZE];
+	unsigned int digest_length = 0;
+	bool ok = HMAC(EVP_sha256(), secret, (int)secret_length, label, label_length, digest,
+	               &digest_length) &&
+	          digest_length >= 32;
+
+	if (ok)
+		memcpy(key, digest, 32);
+	OPENSSL_cleanse(digest, sizeof(digest));
+	return ok;
+}
+
+/* A nonce: @first as 4 bytes then @second as 8, little endian. */
+static void make_nonce(unsigned char nonce[12], uint32_t first, uint64_t second)
+{
+	for (int i = 0; i < 4; i++)
+		nonce[i] = (unsigned char)(first >> (8 * i));
+	for (int i = 0; i < 8; i++)
+		nonce[4 + i] = (unsigned char)(second >> (8 * i));
+}
+
+/*
+ * The tag of @a then @b (either may be empty) under @nonce, with @ctx keyed
+ * by @key for @cipher, or as it was keyed (both NULL).
+ */
+static bool tag_of(EVP_CIPHER_CTX *ctx, const EVP_CIPHER *cipher, const unsigned char *key,
+                   const unsigned char nonce[12], const void *a, size_t a_length, const void *b,
+                   size_t b_length, unsigned char tag[PEER_TAG_BYTES])
+{
+	unsigned char unused_out[16];
+	int unused;
+
+	return ctx && EVP_EncryptInit_ex(ctx, cipher, NULL, key, nonce) == 1 &&
+	       mac_add(ctx, a, a_length) && mac_add(ctx, b, b_length) &&
+	       EVP_EncryptFinal_ex(ctx, unused_out, &unused) == 1 &&
+	       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, PEER_TAG_BYTES, tag) == 1;
+}
+
 /* The tag of @a then @b (either may be empty) under nonce (@node, @seq). */
 static bool mac(const struct peer_plane *plane, uint32_t node, uint64_t seq, const void *a,
                 size_t a_length, const void *b, size_t b_length, unsigned char tag[PEER_TAG_BYTES])
 {
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
-	unsigned char nonce[12], unused_out[16];
-	int unused;
+	unsigned char nonce[12];
 	bool ok;
 
-	for (int i = 0; i < 4; i++)
-		nonce[i] = (unsigned char)(node >> (8 * i));
-	for (int i = 0; i < 8; i++)
-		nonce[4 + i] = (unsigned char)(seq >> (8 * i));
-	ok = ctx && EVP_EncryptInit_ex(ctx, plane->mac_cipher, NULL, plane->key, nonce) == 1 &&
-	     mac_add(ctx, a, a_length) && mac_add(ctx, b, b_length) &&
-	     EVP_EncryptFinal_ex(ctx, unused_out, &unused) == 1 &&
-	     EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, PEER_TAG_BYTES, tag) == 1;
+	make_nonce(nonce, node, seq);
+	ok = tag_of(ctx, plane->mac_cipher, plane->key, nonce, a, a_length, b, b_length, tag);
 	EVP_CIPHER_CTX_free(ctx);
 	return ok;
 }
@@ -103,16 +138,14 @@ static bool mac(const struct peer_plane *plane, uint32_t node, uint64_t seq, con
  */
 EVP_CIPHER_CTX *peer_auth_chunk_context(struct peer_plane *plane, uint32_t node)
 {
-	unsigned char label[4], key[EVP_MAX_MD_SIZE];
-	unsigned int key_length = 0;
+	unsigned char label[4], key[32];
 	EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
 
 	for (int i = 0; i < 4; i++)
 		label[i] = (unsigned char)(node >> (8 * i));
 	if (!ctx ||
-	    !HMAC(EVP_sha256(), plane->chunk_key, sizeof(plane->chunk_key), label, sizeof(label),
-	          key, &key_length) ||
-	    key_length < 32 || EVP_EncryptInit_ex(ctx, plane->mac_cipher, NULL, key, NULL) != 1) {
+	    !derive_key(plane->chunk_key, sizeof(plane->chunk_key), label, sizeof(label), key) ||
+	    EVP_EncryptInit_ex(ctx, plane->mac_cipher, NULL, key, NULL) != 1) {
 		nopfs_error("node %u: cannot key the stream chunks of node %u (OpenSSL)",
 		            plane->config.node, node);
 		EVP_CIPHER_CTX_free(ctx);
@@ -126,16 +159,10 @@ EVP_CIPHER_CTX *peer_auth_chunk_context(struct peer_plane *plane, uint32_t node)
 bool peer_auth_chunk_tag(EVP_CIPHER_CTX *ctx, uint64_t seq, uint32_t index, const void *data,
                          size_t length, unsigned char tag[PEER_TAG_BYTES])
 {
-	unsigned char nonce[12], unused_out[16];
-	int unused;
+	unsigned char nonce[12];
 
-	for (int i = 0; i < 4; i++)
-		nonce[i] = (unsigned char)(index >> (8 * i));
-	for (int i = 0; i < 8; i++)
-		nonce[4 + i] = (unsigned char)(seq >> (8 * i));
-	return EVP_EncryptInit_ex(ctx, NULL, NULL, NULL, nonce) == 1 &&
-	       mac_add(ctx, data, length) && EVP_EncryptFinal_ex(ctx, unused_out, &unused) == 1 &&
-	       EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, PEER_TAG_BYTES, tag) == 1;
+	make_nonce(nonce, index, seq);
+	return tag_of(ctx, NULL, NULL, nonce, data, length, NULL, 0, tag);
 }
 
 /* The tag of a header: everything but the tag itself. */
@@ -158,8 +185,6 @@ static bool payload_tag(const struct peer_plane *plane, const struct peer_auth *
 nopfs_status peer_auth_init(struct peer_plane *plane)
 {
 	static const unsigned char zero[PEER_SECRET_BYTES];
-	unsigned char digest[EVP_MAX_MD_SIZE];
-	unsigned int digest_length = 0;
 	uint64_t start[2];
 	nopfs_status status;
 
@@ -168,28 +193,19 @@ nopfs_status peer_auth_init(struct peer_plane *plane)
 		            plane->config.node);
 		return NOPFS_ERR_INVALID;
 	}
-	if (!HMAC(EVP_sha256(), plane->config.secret, PEER_SECRET_BYTES,
-	          (const unsigned char *)KEY_LABEL, strlen(KEY_LABEL), digest, &digest_length) ||
-	    digest_length < sizeof(plane->key)) {
-		nopfs_error("node %u: cannot derive the data plane's key", plane->config.node);
+	if (!derive_key(plane->config.secret, PEER_SECRET_BYTES, KEY_LABEL, strlen(KEY_LABEL),
+	                plane->key) ||
+	    !derive_key(plane->config.secret, PEER_SECRET_BYTES, CHUNK_LABEL, strlen(CHUNK_LABEL),
+	                plane->chunk_key)) {
+		nopfs_error("node %u: cannot derive the data plane's keys", plane->config.node);
 		return NOPFS_ERR_INTERNAL;
 	}
-	memcpy(plane->key, digest, sizeof(plane->key));
-	if (!HMAC(EVP_sha256(), plane->config.secret, PEER_SECRET_BYTES,
-	          (const unsigned char *)CHUNK_LABEL, strlen(CHUNK_LABEL), digest,
-	          &digest_length) ||
-	    digest_length < sizeof(plane->chunk_key)) {
-		nopfs_error("node %u: cannot derive the data plane's key", plane->config.node);
-		return NOPFS_ERR_INTERNAL;
-	}
-	memcpy(plane->chunk_key, digest, sizeof(plane->chunk_key));
 	/* fetched once: an implicit fetch on every message costs a lookup under a lock */
 	plane->mac_cipher = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
 	if (!plane->mac_cipher) {
 		nopfs_error("node %u: OpenSSL has no ChaCha20-Poly1305", plane->config.node);
 		return NOPFS_ERR_UNSUPPORTED;
 	}
-	OPENSSL_cleanse(digest, sizeof(digest));
 	OPENSSL_cleanse(plane->config.secret, PEER_SECRET_BYTES);
 	status = fill_random(start, sizeof(start));
 	if (status != NOPFS_OK)

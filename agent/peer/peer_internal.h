@@ -233,11 +233,10 @@ struct peer_plane {
 	uint64_t next_id;
 
 	/* the stream path's answering side (peer_stream.c) */
-	bool stream;         /* fetches go over it where the node has one */
+	bool stream;         /* its acceptor runs; fetches go over it where the node has one */
 	int stream_listener; /* -1 when none */
 	int stream_stop_fd;  /* eventfd: stop accepting */
 	pthread_t stream_acceptor;
-	bool stream_started;
 	unsigned char stream_record[PEER_STREAM_ADDRESSES_MAX * PEER_STREAM_ADDRESS_BYTES];
 	size_t stream_record_length;
 	pthread_mutex_t stream_lock; /* the connections being answered */

@@ -24,9 +24,10 @@
  * connection is closed (its state is unknown) and the caller reads the PFS.
  *
  * Answering: an acceptor thread and a thread per connection, at most
- * STREAM_SERVED_MAX of them. A sample goes a chunk at a time: lent where it
- * is by the serve_view callback (a RAM tier) and sent from there without
- * waiting, or read by serve_range into a chunk's buffer; without those, the
+ * STREAM_SERVED_MAX of them. A sample goes a part (up to PART_CHUNKS
+ * chunks) at a time: lent where it is by the serve_view callback (a RAM
+ * tier) and sent from there without waiting, or read by serve_range into a
+ * part's buffer; without those, the
  * serve callback copies it whole into the connection's buffer (at most the
  * plan's largest sample). A sample this agent keeps but has not fetched is
  * filled there by the fill callback, as the answering thread of the UCX
@@ -68,7 +69,7 @@ struct peer_served {
 	EVP_CIPHER_CTX *chunks; /* keyed for this node's chunks */
 	unsigned char *buffer;
 	uint64_t capacity;
-	/* what the socket did not take of a chunk lent by serve_view */
+	/* what the socket did not take of a part lent by serve_view */
 	unsigned char spill[sizeof(struct peer_response) +
 	                    PART_CHUNKS * (PEER_TAG_BYTES + PEER_STREAM_CHUNK)];
 };
@@ -236,10 +237,11 @@ static nopfs_status hello_send(struct peer_plane *plane, int fd, uint32_t asker,
 	nopfs_status status =
 	        peer_auth_seal(plane, PEER_STREAM_HELLO, 0, &hello, sizeof(hello), NULL, 0);
 
+	if (status != NOPFS_OK)
+		return status;
 	if (!bound_calls(fd, SO_SNDTIMEO, deadline))
 		return NOPFS_ERR_TIMEOUT;
-
-	return status == NOPFS_OK ? write_exact(fd, &hello, sizeof(hello), deadline) : status;
+	return write_exact(fd, &hello, sizeof(hello), deadline);
 }
 
 /* The other end's hello, if it authenticates (the caller checks who it names). */
@@ -286,7 +288,6 @@ struct answer_out {
 	uint64_t deadline;
 	uint64_t seq;       /* the header's, once sealed */
 	uint64_t offset;    /* of the part to send, in the sample */
-	uint64_t index;     /* of its first chunk */
 	size_t length;      /* its length */
 	uint64_t plan;      /* the first part's plan */
 	uint64_t part_plan; /* this part's */
@@ -297,6 +298,12 @@ struct answer_out {
 static size_t chunk_length(uint64_t size, uint64_t offset)
 {
 	return size - offset < PEER_STREAM_CHUNK ? (size_t)(size - offset) : PEER_STREAM_CHUNK;
+}
+
+/* The number of the chunk at @offset (chunks start at multiples of their size). */
+static uint32_t chunk_index(uint64_t offset)
+{
+	return (uint32_t)(offset / PEER_STREAM_CHUNK);
 }
 
 /* The part at @offset: the first chunk alone (sent at once), then PART_CHUNKS chunks. */
@@ -340,7 +347,7 @@ static nopfs_status part_send(struct answer_out *out, const unsigned char *data,
 	for (size_t at = 0, c = 0; at < out->length; c++) {
 		size_t length = chunk_length(out->request->size, out->offset + at);
 
-		if (!peer_auth_chunk_tag(served->chunks, out->seq, (uint32_t)(out->index + c),
+		if (!peer_auth_chunk_tag(served->chunks, out->seq, chunk_index(out->offset + at),
 		                         data + at, length, tags[c]))
 			return NOPFS_ERR_INTERNAL;
 		iov[count++] = (struct iovec){ tags[c], PEER_TAG_BYTES };
@@ -367,8 +374,6 @@ static nopfs_status part_send(struct answer_out *out, const unsigned char *data,
 /* Move @out to its next part. */
 static void part_next(struct answer_out *out)
 {
-	for (size_t at = 0; at < out->length; out->index++)
-		at += chunk_length(out->request->size, out->offset + at);
 	out->offset += out->length;
 	out->length =
 	        out->offset < out->request->size ? part_length(out->request->size, out->offset) : 0;
@@ -383,12 +388,18 @@ static nopfs_status answer_flush(struct answer_out *out)
 	               : NOPFS_OK;
 }
 
+/* Whether the part just served is of the first part's plan. */
+static bool same_plan(const struct answer_out *out)
+{
+	return out->offset == 0 || out->part_plan == out->plan;
+}
+
 /* serve_view's @take: the part's bytes where they are, if of the first part's plan. */
 static nopfs_status take_part(void *arg, const void *bytes, size_t length)
 {
 	struct answer_out *out = arg;
 
-	if (out->offset > 0 && out->part_plan != out->plan)
+	if (!same_plan(out))
 		return NOPFS_ERR_AGAIN;
 	if (length != out->length)
 		return NOPFS_ERR_INVALID;
@@ -500,7 +511,7 @@ static nopfs_status answer_chunks(struct peer_served *served, const struct peer_
 		if (status == NOPFS_ERR_UNSUPPORTED) {
 			status = config->serve_range(config->serve_arg, sample, size, out.offset,
 			                             served->buffer, out.length, &out.part_plan);
-			if (status == NOPFS_OK && out.offset > 0 && out.part_plan != out.plan)
+			if (status == NOPFS_OK && !same_plan(&out))
 				status = NOPFS_ERR_AGAIN;
 			if (status == NOPFS_OK)
 				status = part_send(&out, served->buffer, true);
@@ -797,7 +808,6 @@ nopfs_status peer_stream_start(struct peer_plane *plane)
 		            strerror(rc));
 		goto off;
 	}
-	plane->stream_started = true;
 	plane->stream = true;
 	return NOPFS_OK;
 off:
@@ -817,13 +827,13 @@ void peer_stream_stop(struct peer_plane *plane)
 {
 	uint64_t one = 1;
 
-	if (plane->stream_started) {
+	if (plane->stream) {
 		if (write(plane->stream_stop_fd, &one, sizeof(one)) != sizeof(one))
 			nopfs_error("node %u: cannot stop the stream acceptor: %m",
 			            plane->config.node);
 		else
 			pthread_join(plane->stream_acceptor, NULL);
-		plane->stream_started = false;
+		plane->stream = false;
 	}
 	pthread_mutex_lock(&plane->stream_lock);
 	for (struct peer_served *served = plane->served; served; served = served->next)
@@ -1018,22 +1028,21 @@ static void conn_give_back(struct peer_node *node, struct peer_stream_conn *conn
 		conn_close(conn);
 }
 
-/* Whether chunk @index (@length bytes at @data) of @response came with @tag. */
+/* Whether the chunk at @offset (@length bytes into @dest) of @response came with @tag. */
 static bool chunk_verifies(struct peer_plane *plane, struct peer_stream_conn *conn,
-                           const struct peer_response *response, uint64_t index,
-                           const unsigned char *data, size_t length,
-                           const unsigned char tag[PEER_TAG_BYTES])
+                           const struct peer_response *response, const unsigned char *dest,
+                           uint64_t offset, size_t length, const unsigned char tag[PEER_TAG_BYTES])
 {
 	unsigned char expected[PEER_TAG_BYTES];
 
-	if (peer_auth_chunk_tag(conn->chunks, response->auth.seq, (uint32_t)index, data, length,
-	                        expected) &&
+	if (peer_auth_chunk_tag(conn->chunks, response->auth.seq, chunk_index(offset),
+	                        dest + offset, length, expected) &&
 	    CRYPTO_memcmp(tag, expected, PEER_TAG_BYTES) == 0)
 		return true;
 	peer_count(plane, dropped, 1);
-	nopfs_warning("node %u: dropped a stream answer from node %u: chunk %" PRIu64
+	nopfs_warning("node %u: dropped a stream answer from node %u: chunk %" PRIu32
 	              " does not authenticate",
-	              plane->config.node, response->auth.node, index);
+	              plane->config.node, response->auth.node, chunk_index(offset));
 	return false;
 }
 
@@ -1050,7 +1059,7 @@ static nopfs_status read_chunks(struct peer_plane *plane, struct peer_stream_con
 {
 	unsigned char tags[READ_AHEAD][PEER_TAG_BYTES];
 	struct iovec iovs[2 * READ_AHEAD];
-	uint64_t offset = chunk_length(size, 0), index = 1;
+	uint64_t offset = chunk_length(size, 0);
 
 	while (offset < size) {
 		uint64_t offsets[READ_AHEAD];
@@ -1076,10 +1085,9 @@ static nopfs_status read_chunks(struct peer_plane *plane, struct peer_stream_con
 			if (status != NOPFS_OK)
 				return status;
 			whole = (2 * chunks - count) / 2;
-			for (; checked < whole; checked++, index++)
-				if (!chunk_verifies(plane, conn, response, index,
-				                    dest + offsets[checked], lengths[checked],
-				                    tags[checked]))
+			for (; checked < whole; checked++)
+				if (!chunk_verifies(plane, conn, response, dest, offsets[checked],
+				                    lengths[checked], tags[checked]))
 					return NOPFS_ERR_IO;
 		}
 	}
@@ -1131,7 +1139,7 @@ static nopfs_status ask(struct peer_plane *plane, struct peer_node *node,
 	status = read_at_least(conn->fd, &iov, &count, SIZE_MAX, deadline);
 	if (status != NOPFS_OK)
 		return status;
-	if (!chunk_verifies(plane, conn, &response, 0, dest, first, tag))
+	if (!chunk_verifies(plane, conn, &response, dest, 0, first, tag))
 		return NOPFS_ERR_IO;
 	return read_chunks(plane, conn, &response, dest, request->size, deadline);
 }

@@ -110,22 +110,6 @@ static inline int sample_is_right(unsigned int sample, const unsigned char *buff
 	return 1;
 }
 
-static inline nopfs_status store_serve(void *arg, nopfs_sample_id sample, void *buffer,
-                                       uint64_t size)
-{
-	struct store *store = arg;
-
-	if (store->serve_delay_ms)
-		usleep(store->serve_delay_ms * 1000u);
-	if (sample >= SAMPLES || size != sample_sizes[sample])
-		return NOPFS_ERR_NOT_FOUND;
-	if (store->state[sample] != PRESENT)
-		return store->defer_absent ? NOPFS_ERR_AGAIN : NOPFS_ERR_NOT_FOUND;
-	memcpy(buffer, store->ram + store->offsets[sample], size);
-	atomic_fetch_add(&store->served, 1);
-	return NOPFS_OK;
-}
-
 /* Whether @store keeps part @offset, @length of @sample (*@status if not). */
 static inline bool store_has_part(const struct store *store, nopfs_sample_id sample, uint64_t size,
                                   uint64_t offset, uint64_t length, nopfs_status *status)
@@ -139,6 +123,21 @@ static inline bool store_has_part(const struct store *store, nopfs_sample_id sam
 		return false;
 	}
 	return true;
+}
+
+static inline nopfs_status store_serve(void *arg, nopfs_sample_id sample, void *buffer,
+                                       uint64_t size)
+{
+	struct store *store = arg;
+	nopfs_status status;
+
+	if (store->serve_delay_ms)
+		usleep(store->serve_delay_ms * 1000u);
+	if (!store_has_part(store, sample, size, 0, size, &status))
+		return status;
+	memcpy(buffer, store->ram + store->offsets[sample], size);
+	atomic_fetch_add(&store->served, 1);
+	return NOPFS_OK;
 }
 
 /* The stream path's serve, a part at a time, from the same bytes. */
