@@ -9,7 +9,11 @@
  * through the C API (its samples staged into the rank's ring), rank 1 through
  * the interposer (staged files). Samples are consumed in each rank's stream
  * order; before each batch the benchmark waits (untimed) until the agent has
- * staged it, so what is timed is delivery, not the PFS.
+ * staged it, so what is timed is delivery, not the PFS. Each path is timed
+ * in ROUNDS rounds of consecutive samples, the baseline right after the path
+ * on the same sizes (in alternating order), and the ratio is the median of
+ * the rounds' ratios with its spread; the interposer's first open (its set-up,
+ * once per process) is not timed.
  */
 #include "config.h"
 
@@ -30,6 +34,24 @@
 #include "task/runtime.h"
 #include "plan/sampler.h"
 #include "common/clock.h"
+
+#define ROUNDS 9
+
+static int compare_doubles(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of @count ratios (sorted in place); *@low and *@high their extremes. */
+static double median(double *values, int count, double *low, double *high)
+{
+	qsort(values, (size_t)count, sizeof(values[0]), compare_doubles);
+	*low = values[0];
+	*high = values[count - 1];
+	return count % 2 ? values[count / 2] : (values[count / 2 - 1] + values[count / 2]) / 2;
+}
 
 /* Read every byte (what a consumer does); the sum keeps it from being optimized out. */
 static uint64_t touch(const void *data, uint64_t size)
@@ -127,6 +149,21 @@ static int read_file(const char *path, void *buffer, uint64_t size, uint64_t *su
 	return 0;
 }
 
+/* Open, read and close dataset sample @k (through the interposer). */
+static int read_dataset_file(const char *data, const struct nopfs_catalog *catalog,
+                             nopfs_sample_id k, void *buffer, uint64_t *sum)
+{
+	char path[8192];
+	size_t used = (size_t)snprintf(path, sizeof(path), "%s/", data);
+
+	if (nopfs_catalog_path(catalog, k, path + used, sizeof(path) - used) != NOPFS_OK ||
+	    read_file(path, buffer, nopfs_catalog_size(catalog, k), sum) != 0) {
+		fprintf(stderr, "bench_delivery: reading %s failed\n", path);
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *data = argc > 1 ? argv[1] : NULL;
@@ -140,7 +177,8 @@ int main(int argc, char **argv)
 	uint32_t *perm, *stream;
 	uint64_t count, sum = 0, max = 0;
 	double api_time = 0, memcpy_time = 0, interposer_time = 0, tmpfs_time = 0;
-	char path[8192], copy[4096];
+	double api_ratios[ROUNDS], interposer_ratios[ROUNDS], ratio, low, high;
+	char copy[4096];
 	void *buffer, *source;
 	char *arena;
 
@@ -172,60 +210,72 @@ int main(int argc, char **argv)
 	nopfs_sampler_permutation(&sampler, 0, perm);
 	nopfs_sampler_rank_stream(&sampler, perm, 0, stream);
 	count = nopfs_sampler_per_rank(&sampler);
-	for (uint64_t base = 0; base < count; base += window) {
-		uint64_t n = count - base < window ? count - base : window;
-		double start;
+	if (count < 1 + ROUNDS || count / ROUNDS + 1 > window) {
+		fprintf(stderr,
+		        "bench_delivery: %" PRIu64 " samples per rank do not make %d rounds "
+		        "within the staging window of %" PRIu32 "\n",
+		        count, ROUNDS, window);
+		return 1;
+	}
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t base = count * (uint64_t)r / ROUNDS,
+		         n = count * (uint64_t)(r + 1) / ROUNDS - base;
+		double api = 0, copied = 0;
 
 		if (wait_ring(stage_dir, stream + base, n) != 0)
 			return 1;
-		start = nopfs_clock_seconds();
-		for (uint64_t i = 0; i < n; i++) {
-			struct nopfs_sample sample;
-
-			if (nopfs_client_get(client, stream[base + i], &sample) != NOPFS_OK)
-				return 1;
-			sum += touch(sample.data, sample.size);
-			nopfs_client_release(client, &sample);
-		}
-		api_time += nopfs_clock_seconds() - start;
 		/* The baseline copies each sample's bytes from its own place in memory. */
 		for (uint64_t i = 0, at = 0; i < n; i++) {
 			memset(arena + at, (int)i, nopfs_catalog_size(catalog, stream[base + i]));
 			at += nopfs_catalog_size(catalog, stream[base + i]);
 		}
-		start = nopfs_clock_seconds();
-		for (uint64_t i = 0, at = 0; i < n; i++) {
-			uint64_t size = nopfs_catalog_size(catalog, stream[base + i]);
+		for (int turn = 0; turn < 2; turn++) {
+			double start = nopfs_clock_seconds();
 
-			memcpy(buffer, arena + at, size);
-			sum += touch(buffer, size);
-			at += size;
+			if ((turn + r) % 2 == 0) {
+				for (uint64_t i = 0; i < n; i++) {
+					struct nopfs_sample sample;
+
+					if (nopfs_client_get(client, stream[base + i], &sample) !=
+					    NOPFS_OK)
+						return 1;
+					sum += touch(sample.data, sample.size);
+					nopfs_client_release(client, &sample);
+				}
+				api = nopfs_clock_seconds() - start;
+			} else {
+				for (uint64_t i = 0, at = 0; i < n; i++) {
+					uint64_t size =
+					        nopfs_catalog_size(catalog, stream[base + i]);
+
+					memcpy(buffer, arena + at, size);
+					sum += touch(buffer, size);
+					at += size;
+				}
+				copied = nopfs_clock_seconds() - start;
+			}
 		}
-		memcpy_time += nopfs_clock_seconds() - start;
+		api_time += api;
+		memcpy_time += copied;
+		api_ratios[r] = copied / api;
 	}
 
-	/* Rank 1, epoch 0, through the interposer, against plain files on tmpfs. */
+	/*
+	 * Rank 1, epoch 0, through the interposer, against plain files on tmpfs.
+	 * Its first sample is read untimed: the interposer sets itself up then.
+	 */
 	nopfs_sampler_rank_stream(&sampler, perm, 1, stream);
-	for (uint64_t base = 0; base < count; base += window) {
-		uint64_t n = count - base < window ? count - base : window;
-		double start;
+	if (wait_files(catalog, stage_dir, stream, 1) != 0 ||
+	    read_dataset_file(data, catalog, stream[0], buffer, &sum) != 0)
+		return 1;
+	for (int r = 0; r < ROUNDS; r++) {
+		uint64_t base = 1 + (count - 1) * (uint64_t)r / ROUNDS;
+		uint64_t n = 1 + (count - 1) * (uint64_t)(r + 1) / ROUNDS - base;
+		double interposer = 0, plain = 0;
 
 		if (wait_files(catalog, stage_dir, stream + base, n) != 0)
 			return 1;
-		start = nopfs_clock_seconds();
-		for (uint64_t i = 0; i < n; i++) {
-			uint64_t size = nopfs_catalog_size(catalog, stream[base + i]);
-			size_t used = (size_t)snprintf(path, sizeof(path), "%s/", data);
-
-			nopfs_catalog_path(catalog, stream[base + i], path + used,
-			                   sizeof(path) - used);
-			if (read_file(path, buffer, size, &sum) != 0) {
-				fprintf(stderr, "bench_delivery: reading %s failed\n", path);
-				return 1;
-			}
-		}
-		interposer_time += nopfs_clock_seconds() - start;
-		/* The same bytes as plain tmpfs files (written untimed). */
+		/* The same sizes as plain tmpfs files (written untimed). */
 		for (uint64_t i = 0; i < n; i++) {
 			int fd;
 
@@ -236,33 +286,51 @@ int main(int argc, char **argv)
 				return 1;
 			close(fd);
 		}
-		start = nopfs_clock_seconds();
-		for (uint64_t i = 0; i < n; i++) {
-			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
-			if (read_file(copy, buffer, nopfs_catalog_size(catalog, stream[base + i]),
-			              &sum) != 0)
-				return 1;
+		for (int turn = 0; turn < 2; turn++) {
+			double start = nopfs_clock_seconds();
+
+			if ((turn + r) % 2 == 0) {
+				for (uint64_t i = 0; i < n; i++)
+					if (read_dataset_file(data, catalog, stream[base + i],
+					                      buffer, &sum) != 0)
+						return 1;
+				interposer = nopfs_clock_seconds() - start;
+			} else {
+				for (uint64_t i = 0; i < n; i++) {
+					snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64,
+					         tmp_dir, i);
+					if (read_file(copy, buffer,
+					              nopfs_catalog_size(catalog, stream[base + i]),
+					              &sum) != 0)
+						return 1;
+				}
+				plain = nopfs_clock_seconds() - start;
+			}
 		}
-		tmpfs_time += nopfs_clock_seconds() - start;
+		interposer_time += interposer;
+		tmpfs_time += plain;
+		interposer_ratios[r] = plain / interposer;
 	}
-	for (uint64_t i = 0; i < window && i < count; i++) {
+	for (uint64_t i = 0; i < count; i++) {
 		snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
 		unlink(copy);
 	}
 
-	printf("delivery of %" PRIu64 " samples per path (mean %.1f KiB), checksum %" PRIx64 "\n",
+	printf("delivery of %" PRIu64 " samples per path (mean %.1f KiB) in %d interleaved rounds, "
+	       "checksum %" PRIx64 "; ratios: median of the rounds (lowest-highest)\n",
 	       count,
 	       (double)nopfs_catalog_total_bytes(catalog) / (double)nopfs_catalog_count(catalog) /
 	               1024,
-	       sum);
+	       ROUNDS, sum);
+	ratio = median(api_ratios, ROUNDS, &low, &high);
 	printf("  C API get+read+release   %8.2f us/sample   memcpy+read %8.2f us/sample   "
-	       "ratio %.2f (target >= 0.8)\n",
-	       api_time / (double)count * 1e6, memcpy_time / (double)count * 1e6,
-	       memcpy_time / api_time);
+	       "ratio %.2f (%.2f-%.2f) (target >= 0.8)\n",
+	       api_time / (double)count * 1e6, memcpy_time / (double)count * 1e6, ratio, low, high);
+	ratio = median(interposer_ratios, ROUNDS, &low, &high);
 	printf("  interposer open+read+close %6.2f us/sample   tmpfs       %8.2f us/sample   "
-	       "ratio %.2f (target >= 0.8)\n",
-	       interposer_time / (double)count * 1e6, tmpfs_time / (double)count * 1e6,
-	       tmpfs_time / interposer_time);
+	       "ratio %.2f (%.2f-%.2f) (target >= 0.8)\n",
+	       interposer_time / (double)(count - 1) * 1e6, tmpfs_time / (double)(count - 1) * 1e6,
+	       ratio, low, high);
 	nopfs_client_disconnect(client);
 	nopfs_catalog_destroy(catalog);
 	free(perm);
