@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -130,14 +131,18 @@ static void remove_node_reports(const char *report)
 	globfree(&found);
 }
 
-/* Show the companion srun's complaints, if it had any. */
+/* Show the companion srun's complaints, if it had any (from a log of ours only). */
 static void show_companion_log(void)
 {
 	char line[1024];
-	FILE *in = fopen(nopfs_launch.lock, "re");
+	int fd = nopfs_private_file_open_for(AT_FDCWD, nopfs_launch.lock, O_RDONLY, 0, geteuid());
+	FILE *in = fd >= 0 ? fdopen(fd, "re") : NULL;
 
-	if (!in)
+	if (!in) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	if (fgets(line, sizeof(line), in) && fgets(line, sizeof(line), in)) /* pid, command */
 		while (fgets(line, sizeof(line), in))
 			user_error("agent step: %s", strtok(line, "\n") ? line : "");
@@ -182,6 +187,44 @@ void report_print(spank_t sp)
 	unlink(nopfs_launch.lock);
 }
 
+/*
+ * The lock (and log) of the srun that started the job's agents from here:
+ * /tmp/nopfs-JOB.srun if it is ours, else the private name such an srun
+ * takes beside a file another user planted there (planted_lock()); the
+ * newest of ours if there are several, the others removed. False if none.
+ */
+static bool own_lock(void)
+{
+	char pattern[sizeof(nopfs_launch.lock) + 8];
+	glob_t found = { 0 };
+	time_t newest = 0;
+	bool any = false;
+
+	if (nopfs_private_file_is(nopfs_launch.lock, geteuid()))
+		return true;
+	snprintf(pattern, sizeof(pattern), "%s.??????", nopfs_launch.lock);
+	if (glob(pattern, GLOB_NOSORT, NULL, &found) != 0)
+		return false;
+	for (size_t i = 0; i < found.gl_pathc; i++) {
+		const char *path = found.gl_pathv[i];
+		struct stat st;
+
+		if (!nopfs_private_file_is(path, geteuid()) || lstat(path, &st) != 0)
+			continue;
+		if (any && st.st_mtime < newest) {
+			unlink(path);
+			continue;
+		}
+		if (any)
+			unlink(nopfs_launch.lock);
+		snprintf(nopfs_launch.lock, sizeof(nopfs_launch.lock), "%s", path);
+		newest = st.st_mtime;
+		any = true;
+	}
+	globfree(&found);
+	return any;
+}
+
 void report_print_for_salloc(spank_t sp)
 {
 	const char *job = getenv("SLURM_JOB_ID");
@@ -191,7 +234,7 @@ void report_print_for_salloc(spank_t sp)
 		return;
 	nopfs_launch.job = (uint32_t)strtoul(job, NULL, 10);
 	launch_set_lock(nopfs_launch.job);
-	if (access(nopfs_launch.lock, F_OK) != 0)
+	if (!own_lock())
 		return; /* no srun of the job started agents from here */
 	launch_default_report(nopfs_launch.job, getcwd(cwd, sizeof(cwd)));
 	nopfs_launch.started = true;

@@ -205,6 +205,24 @@ wait_gone "$job" || not_ok "job $job did not end"
 "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/noise-*.txt" \
 	--samples 600 --report "$WORK/nopfs-$job.json" --pfs-bound 1.1 || fail=1
 
+# 7. salloc, srun inside, with another user's file where the job's launch
+# lock goes: the srun takes a private lock beside it, and salloc at its end
+# finds that one (not the planted file), prints the report and removes it.
+j=$("$NC" run-other sbatch --parsable -D / -o /dev/null --wrap true)
+j=$((${j%%;*} + 1))
+"$NC" run-other sh -c "printf '1\nplanted\nPLANTED-LINE\n' >/tmp/nopfs-$j.srun"
+(cd "$WORK" && timeout -k 5 120 "${RUNU[@]}" salloc -N2 --ntasks-per-node=1 \
+	--nopfs-dataset="$WORK/data" --nopfs-epochs=1 --nopfs-report="$WORK/salloc.json" \
+	srun "$PYTHON" train.py --data "$WORK/data" --epochs 1 --workers 1 --out "$WORK/salloc-%r.txt" \
+	>"$WORK/salloc.out" 2>&1) || not_ok "the salloc job failed: $(cat "$WORK/salloc.out")"
+salloc_job=$(sed -n 's/.*Granted job allocation \([0-9]*\).*/\1/p' "$WORK/salloc.out")
+[[ $salloc_job == "$j" ]] || not_ok "the salloc job is '$salloc_job', not job $j that the other user planted for"
+grep -q "^nopfs: job report: $WORK/salloc.json" "$WORK/salloc.out" || not_ok "salloc printed no job report"
+grep -q "PLANTED-LINE" "$WORK/salloc.out" && not_ok "salloc showed the planted file's lines"
+left=$(find /tmp -maxdepth 1 -name "nopfs-$j.srun*" -user "$NOPFS_CLUSTER_USER" 2>/dev/null)
+[[ -z $left ]] || not_ok "salloc left its srun's private lock: $left"
+rm -f "/tmp/nopfs-$j.srun"
+
 # The other user's plants go (as root: they are not the test user's).
 for node in n1 n2 n3; do
 	"$NC" exec-node "$node" sh -c "rm -rf /tmp/nopfs-$first* /tmp/nopfs-$((first + 1))* \
