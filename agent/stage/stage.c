@@ -299,7 +299,10 @@ struct claim {
  * Where @sample is in the current or next epoch of a local rank (@rank if
  * known) at or after its cursor: the first such position, or with @staged the
  * first whose copy is staged (an open of a staged file does not say which
- * rank opened it). May drop the lock.
+ * rank opened it), in any epoch its staging has reached: a rank whose
+ * cursor is held back (a position it has not opened, a request of its not
+ * answered yet) opens copies up to a window past it, more than an epoch
+ * away when its epochs are shorter than the window. May drop the lock.
  */
 static bool find_claim(struct stage *stage, int32_t rank, nopfs_sample_id sample, bool staged,
                        struct claim *claim)
@@ -312,10 +315,13 @@ static bool find_claim(struct stage *stage, int32_t rank, nopfs_sample_id sample
 	for (uint32_t i = 0; i < stage->rank_count; i++) {
 		struct stage_rank *r = &stage->ranks[i];
 		uint32_t epoch = (uint32_t)(r->cursor / per_rank);
+		uint64_t last = epoch + 1; /* with @staged: the epoch of its last staged position */
 
 		if (rank >= 0 && r->rank != (uint32_t)rank)
 			continue;
-		for (uint32_t e = epoch; e <= epoch + 1 && e < stage->job->epochs; e++) {
+		if (staged && r->next > 0 && (r->next - 1) / per_rank > last)
+			last = (r->next - 1) / per_rank;
+		for (uint32_t e = epoch; e <= last && e < stage->job->epochs; e++) {
 			const struct epoch_map *map = epoch_map(stage, e);
 
 			if (!map)
@@ -328,8 +334,10 @@ static bool find_claim(struct stage *stage, int32_t rank, nopfs_sample_id sample
 				/*
 				 * The next epoch only near its start: a rank reading an
 				 * old sample again must not abandon its current epoch.
+				 * (A staged copy is in the ring: its slot says so.)
 				 */
-				if (e > epoch && p / sampler->world_size >= stage->ring_size)
+				if (!staged && e > epoch &&
+				    p / sampler->world_size >= stage->ring_size)
 					continue;
 				if (staged && (slot_of(stage, r, position)->position != position ||
 				               slot_of(stage, r, position)->state != SLOT_STAGED))
