@@ -164,6 +164,92 @@ static int read_dataset_file(const char *data, const struct nopfs_catalog *catal
 	return 0;
 }
 
+/* A round's samples (@n of @samples), read one way or another. */
+struct batch {
+	const struct nopfs_catalog *catalog;
+	const uint32_t *samples;
+	uint64_t n;
+	struct nopfs_client *client;
+	const char *arena, *data, *tmp_dir;
+	void *buffer;
+	uint64_t sum;
+};
+
+/* Each way of reading a round: 0, or -1 on failure. */
+static int read_api(struct batch *batch)
+{
+	for (uint64_t i = 0; i < batch->n; i++) {
+		struct nopfs_sample sample;
+
+		if (nopfs_client_get(batch->client, batch->samples[i], &sample) != NOPFS_OK)
+			return -1;
+		batch->sum += touch(sample.data, sample.size);
+		nopfs_client_release(batch->client, &sample);
+	}
+	return 0;
+}
+
+/* The baseline copies each sample's bytes from its own place in the arena. */
+static int read_memory(struct batch *batch)
+{
+	for (uint64_t i = 0, at = 0; i < batch->n; i++) {
+		uint64_t size = nopfs_catalog_size(batch->catalog, batch->samples[i]);
+
+		memcpy(batch->buffer, batch->arena + at, size);
+		batch->sum += touch(batch->buffer, size);
+		at += size;
+	}
+	return 0;
+}
+
+static int read_interposed(struct batch *batch)
+{
+	for (uint64_t i = 0; i < batch->n; i++)
+		if (read_dataset_file(batch->data, batch->catalog, batch->samples[i], batch->buffer,
+		                      &batch->sum) != 0)
+			return -1;
+	return 0;
+}
+
+static int read_tmpfs(struct batch *batch)
+{
+	char copy[4096];
+
+	for (uint64_t i = 0; i < batch->n; i++) {
+		snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, batch->tmp_dir, i);
+		if (read_file(copy, batch->buffer,
+		              nopfs_catalog_size(batch->catalog, batch->samples[i]),
+		              &batch->sum) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Seconds @reader took, or -1 on failure. */
+static double timed(int (*reader)(struct batch *), struct batch *batch)
+{
+	double start = nopfs_clock_seconds();
+
+	return reader(batch) == 0 ? nopfs_clock_seconds() - start : -1;
+}
+
+/*
+ * Round @r of @path against its @baseline, in alternating order: their
+ * seconds in *@path_seconds and *@baseline_seconds; -1 on failure.
+ */
+static int time_round(int r, int (*path)(struct batch *), int (*baseline)(struct batch *),
+                      struct batch *batch, double *path_seconds, double *baseline_seconds)
+{
+	if (r % 2 == 0) {
+		*path_seconds = timed(path, batch);
+		*baseline_seconds = timed(baseline, batch);
+	} else {
+		*baseline_seconds = timed(baseline, batch);
+		*path_seconds = timed(path, batch);
+	}
+	return *path_seconds < 0 || *baseline_seconds < 0 ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *data = argc > 1 ? argv[1] : NULL;
@@ -175,7 +261,8 @@ int main(int argc, char **argv)
 	struct nopfs_client *client;
 	struct nopfs_sampler sampler = { .world_size = 2, .seed = 42, .shuffle = true };
 	uint32_t *perm, *stream;
-	uint64_t count, sum = 0, max = 0;
+	uint64_t count, max = 0;
+	struct batch batch;
 	double api_time = 0, memcpy_time = 0, interposer_time = 0, tmpfs_time = 0;
 	double api_ratios[ROUNDS], interposer_ratios[ROUNDS], ratio, low, high;
 	char copy[4096];
@@ -205,6 +292,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memset(source, 7, max);
+	batch = (struct batch){ .catalog = catalog,
+		                .client = client,
+		                .arena = arena,
+		                .data = data,
+		                .tmp_dir = tmp_dir,
+		                .buffer = buffer };
 
 	/* Rank 0, epoch 0, through the API, against memcpy of the same sizes. */
 	nopfs_sampler_permutation(&sampler, 0, perm);
@@ -218,43 +311,19 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int r = 0; r < ROUNDS; r++) {
-		uint64_t base = count * (uint64_t)r / ROUNDS,
-		         n = count * (uint64_t)(r + 1) / ROUNDS - base;
-		double api = 0, copied = 0;
+		uint64_t base = count * (uint64_t)r / ROUNDS;
+		double api, copied;
 
-		if (wait_ring(stage_dir, stream + base, n) != 0)
+		batch.samples = stream + base;
+		batch.n = count * (uint64_t)(r + 1) / ROUNDS - base;
+		if (wait_ring(stage_dir, batch.samples, batch.n) != 0)
 			return 1;
-		/* The baseline copies each sample's bytes from its own place in memory. */
-		for (uint64_t i = 0, at = 0; i < n; i++) {
-			memset(arena + at, (int)i, nopfs_catalog_size(catalog, stream[base + i]));
-			at += nopfs_catalog_size(catalog, stream[base + i]);
+		for (uint64_t i = 0, at = 0; i < batch.n; i++) {
+			memset(arena + at, (int)i, nopfs_catalog_size(catalog, batch.samples[i]));
+			at += nopfs_catalog_size(catalog, batch.samples[i]);
 		}
-		for (int turn = 0; turn < 2; turn++) {
-			double start = nopfs_clock_seconds();
-
-			if ((turn + r) % 2 == 0) {
-				for (uint64_t i = 0; i < n; i++) {
-					struct nopfs_sample sample;
-
-					if (nopfs_client_get(client, stream[base + i], &sample) !=
-					    NOPFS_OK)
-						return 1;
-					sum += touch(sample.data, sample.size);
-					nopfs_client_release(client, &sample);
-				}
-				api = nopfs_clock_seconds() - start;
-			} else {
-				for (uint64_t i = 0, at = 0; i < n; i++) {
-					uint64_t size =
-					        nopfs_catalog_size(catalog, stream[base + i]);
-
-					memcpy(buffer, arena + at, size);
-					sum += touch(buffer, size);
-					at += size;
-				}
-				copied = nopfs_clock_seconds() - start;
-			}
-		}
+		if (time_round(r, read_api, read_memory, &batch, &api, &copied) != 0)
+			return 1;
 		api_time += api;
 		memcpy_time += copied;
 		api_ratios[r] = copied / api;
@@ -266,47 +335,29 @@ int main(int argc, char **argv)
 	 */
 	nopfs_sampler_rank_stream(&sampler, perm, 1, stream);
 	if (wait_files(catalog, stage_dir, stream, 1) != 0 ||
-	    read_dataset_file(data, catalog, stream[0], buffer, &sum) != 0)
+	    read_dataset_file(data, catalog, stream[0], buffer, &batch.sum) != 0)
 		return 1;
 	for (int r = 0; r < ROUNDS; r++) {
 		uint64_t base = 1 + (count - 1) * (uint64_t)r / ROUNDS;
-		uint64_t n = 1 + (count - 1) * (uint64_t)(r + 1) / ROUNDS - base;
-		double interposer = 0, plain = 0;
+		double interposer, plain;
 
-		if (wait_files(catalog, stage_dir, stream + base, n) != 0)
+		batch.samples = stream + base;
+		batch.n = 1 + (count - 1) * (uint64_t)(r + 1) / ROUNDS - base;
+		if (wait_files(catalog, stage_dir, batch.samples, batch.n) != 0)
 			return 1;
 		/* The same sizes as plain tmpfs files (written untimed). */
-		for (uint64_t i = 0; i < n; i++) {
+		for (uint64_t i = 0; i < batch.n; i++) {
 			int fd;
 
 			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
 			fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 			if (fd < 0 ||
-			    write(fd, source, nopfs_catalog_size(catalog, stream[base + i])) < 0)
+			    write(fd, source, nopfs_catalog_size(catalog, batch.samples[i])) < 0)
 				return 1;
 			close(fd);
 		}
-		for (int turn = 0; turn < 2; turn++) {
-			double start = nopfs_clock_seconds();
-
-			if ((turn + r) % 2 == 0) {
-				for (uint64_t i = 0; i < n; i++)
-					if (read_dataset_file(data, catalog, stream[base + i],
-					                      buffer, &sum) != 0)
-						return 1;
-				interposer = nopfs_clock_seconds() - start;
-			} else {
-				for (uint64_t i = 0; i < n; i++) {
-					snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64,
-					         tmp_dir, i);
-					if (read_file(copy, buffer,
-					              nopfs_catalog_size(catalog, stream[base + i]),
-					              &sum) != 0)
-						return 1;
-				}
-				plain = nopfs_clock_seconds() - start;
-			}
-		}
+		if (time_round(r, read_interposed, read_tmpfs, &batch, &interposer, &plain) != 0)
+			return 1;
 		interposer_time += interposer;
 		tmpfs_time += plain;
 		interposer_ratios[r] = plain / interposer;
@@ -321,7 +372,7 @@ int main(int argc, char **argv)
 	       count,
 	       (double)nopfs_catalog_total_bytes(catalog) / (double)nopfs_catalog_count(catalog) /
 	               1024,
-	       ROUNDS, sum);
+	       ROUNDS, batch.sum);
 	ratio = median(api_ratios, ROUNDS, &low, &high);
 	printf("  C API get+read+release   %8.2f us/sample   memcpy+read %8.2f us/sample   "
 	       "ratio %.2f (%.2f-%.2f) (target >= 0.8)\n",

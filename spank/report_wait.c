@@ -209,7 +209,7 @@ static bool own_lock(void)
 		const char *path = found.gl_pathv[i];
 		struct stat st;
 
-		if (!nopfs_private_file_is(path, geteuid()) || lstat(path, &st) != 0)
+		if (lstat(path, &st) != 0 || !nopfs_private_file_stat_is(&st, geteuid()))
 			continue;
 		if (any && st.st_mtime < newest) {
 			unlink(path);

@@ -18,7 +18,12 @@ bool nopfs_private_file_is(const char *path, uid_t uid)
 {
 	struct stat st;
 
-	return lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == uid;
+	return lstat(path, &st) == 0 && nopfs_private_file_stat_is(&st, uid);
+}
+
+bool nopfs_private_file_stat_is(const struct stat *st, uid_t uid)
+{
+	return S_ISREG(st->st_mode) && st->st_uid == uid;
 }
 
 bool nopfs_private_dir_is(const struct stat *st, uid_t uid)

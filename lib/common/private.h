@@ -51,6 +51,9 @@ int nopfs_private_file_open_for(int dirfd, const char *name, int flags, mode_t m
 /* Is @path a regular file of @uid, not reached through a link? (lstat: no open) */
 bool nopfs_private_file_is(const char *path, uid_t uid);
 
+/* Is @st (from lstat) a regular file of @uid? */
+bool nopfs_private_file_stat_is(const struct stat *st, uid_t uid);
+
 /* Is @st a directory of @uid that only its owner may use? */
 bool nopfs_private_dir_is(const struct stat *st, uid_t uid);
 

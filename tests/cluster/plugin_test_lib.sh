@@ -74,6 +74,28 @@ wait_gone() {
 	return 1
 }
 
+# wait_reading NAME [SECONDS]: until each of the 6 ranks writing
+# $WORK/NAME-RANK.txt has written a line (its first batch read); false after
+# SECONDS (60)
+wait_reading() {
+	local rank reading
+	for _ in $(seq 1 $((${2:-60} * 5))); do
+		reading=0
+		for rank in 0 1 2 3 4 5; do
+			[[ -s $WORK/$1-$rank.txt ]] && reading=$((reading + 1))
+		done
+		((reading == 6)) && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# own_pfs_reads FILE: the reads a job's tasks left to the PFS themselves, as
+# their interposer said in FILE (its output, with NOPFS_DEBUG=1)
+own_pfs_reads() {
+	grep -cE '^nopfs-preload\[[0-9]+\]: reading .* from the PFS$' "$1" || true
+}
+
 # wait_agents JOB: until every node's agent of JOB is ready (its ready file in
 # /tmp/nopfs-JOB.TOKEN; 60 s at most);
 # if they never are, shows what each node has of the job (the launch log

@@ -43,14 +43,7 @@ done
 wait_agents "$job" || { echo "not ok - the agents of job $job never became ready"; exit 1; }
 # Until every rank has read something: every node's figures then mean
 # something (a node whose ranks start late has delivered nothing yet).
-for _ in $(seq 1 150); do
-	read_ranks=0
-	for r in 0 1 2 3 4 5; do
-		[[ -s $WORK/out-$r.txt ]] && read_ranks=$((read_ranks + 1))
-	done
-	((read_ranks == 6)) && break
-	sleep 0.2
-done
+wait_reading out 30 || true
 
 "${RUNU[@]}" "$PLUGIN_BIN/nopfs-report" --live "$job" --once --json >"$WORK/live.json" \
 	2>"$WORK/live.err" || not_ok "--live --once --json: $(cat "$WORK/live.err")"

@@ -20,22 +20,6 @@ PLUGIN_NEEDS_TORCH=1
 job_dataset 600 6
 fail=0
 
-# wait_reading NAME: until each of the 6 ranks of job NAME has written a line
-# (its first batch read); at most 60 s
-wait_reading() {
-	local rank reading
-	for _ in $(seq 1 300); do
-		reading=0
-		for rank in 0 1 2 3 4 5; do
-			[[ -s $WORK/$1-$rank.txt ]] && reading=$((reading + 1))
-		done
-		((reading == 6)) && return 0
-		sleep 0.2
-	done
-	echo "not ok - the ranks of job $1 did not all start reading"
-	return 1
-}
-
 # submit NAME SLEEP [EPOCHS [ENV]]: a 3-node batch job of the script, each
 # batch taking SLEEP s, 3 epochs unless told, with ENV (NAME=VALUE) exported
 submit() {
@@ -71,7 +55,7 @@ grep -q "srun exit 0" "$WORK/killed.out" || { echo "not ok - the job failed afte
 	--samples 1800 || fail=1
 # n2's tasks read what was not staged yet from the PFS themselves, and say so
 # (the count the stopped case below relies on)
-own=$(grep -cE '^nopfs-preload\[[0-9]+\]: reading .* from the PFS$' "$WORK/killed.out") || true
+own=$(own_pfs_reads "$WORK/killed.out")
 if ((own > 0)); then
 	echo "ok - n2's tasks read $own samples from the PFS themselves"
 else
@@ -123,7 +107,7 @@ grep -q "srun exit 0" "$WORK/stopped.out" || { echo "not ok - the job failed"; c
 # window past a cursor held back by a request not yet answered, too.
 "$PYTHON" "$SRCDIR/tests/cluster/check_job.py" --data "$WORK/data" --outs "$WORK/stopped-*.txt" \
 	--samples 4800 || fail=1
-own=$(grep -cE '^nopfs-preload\[[0-9]+\]: reading .* from the PFS$' "$WORK/stopped.out") || true
+own=$(own_pfs_reads "$WORK/stopped.out")
 "$PYTHON" - "$WORK/nopfs-$job.json" "$own" <<'PY' || fail=1
 import json, sys
 r = json.load(open(sys.argv[1]))
