@@ -164,13 +164,19 @@ static int read_dataset_file(const char *data, const struct nopfs_catalog *catal
 	return 0;
 }
 
+/* The name of plain file @i in @dir. */
+static void plain_file(char *out, size_t size, const char *dir, uint64_t i)
+{
+	snprintf(out, size, "%s/%" PRIu64, dir, i);
+}
+
 /* A round's samples (@n of @samples), read one way or another. */
 struct batch {
 	const struct nopfs_catalog *catalog;
 	const uint32_t *samples;
 	uint64_t n;
 	struct nopfs_client *client;
-	const char *arena, *data, *tmp_dir;
+	const char *arena, *data, *plain_dir;
 	void *buffer;
 	uint64_t sum;
 };
@@ -216,7 +222,7 @@ static int read_tmpfs(struct batch *batch)
 	char copy[4096];
 
 	for (uint64_t i = 0; i < batch->n; i++) {
-		snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, batch->tmp_dir, i);
+		plain_file(copy, sizeof(copy), batch->plain_dir, i);
 		if (read_file(copy, batch->buffer,
 		              nopfs_catalog_size(batch->catalog, batch->samples[i]),
 		              &batch->sum) != 0)
@@ -265,7 +271,7 @@ int main(int argc, char **argv)
 	struct batch batch;
 	double api_time = 0, memcpy_time = 0, interposer_time = 0, tmpfs_time = 0;
 	double api_ratios[ROUNDS], interposer_ratios[ROUNDS], ratio, low, high;
-	char copy[4096];
+	char copy[4096], plain_dir[2048];
 	void *buffer, *source;
 	char *arena;
 
@@ -292,11 +298,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	memset(source, 7, max);
+	/* the baseline's files in a directory of our own (@tmp_dir is everyone's) */
+	snprintf(plain_dir, sizeof(plain_dir), "%s/nopfs-bench.XXXXXX", tmp_dir);
+	if (!mkdtemp(plain_dir)) {
+		fprintf(stderr, "bench_delivery: cannot make a directory in %s: %s\n", tmp_dir,
+		        strerror(errno));
+		return 1;
+	}
 	batch = (struct batch){ .catalog = catalog,
 		                .client = client,
 		                .arena = arena,
 		                .data = data,
-		                .tmp_dir = tmp_dir,
+		                .plain_dir = plain_dir,
 		                .buffer = buffer };
 
 	/* Rank 0, epoch 0, through the API, against memcpy of the same sizes. */
@@ -349,8 +362,9 @@ int main(int argc, char **argv)
 		for (uint64_t i = 0; i < batch.n; i++) {
 			int fd;
 
-			snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
-			fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+			plain_file(copy, sizeof(copy), plain_dir, i);
+			fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+			          0600);
 			if (fd < 0 ||
 			    write(fd, source, nopfs_catalog_size(catalog, batch.samples[i])) < 0)
 				return 1;
@@ -363,9 +377,10 @@ int main(int argc, char **argv)
 		interposer_ratios[r] = plain / interposer;
 	}
 	for (uint64_t i = 0; i < count; i++) {
-		snprintf(copy, sizeof(copy), "%s/nopfs-bench-%" PRIu64, tmp_dir, i);
+		plain_file(copy, sizeof(copy), plain_dir, i);
 		unlink(copy);
 	}
+	rmdir(plain_dir);
 
 	printf("delivery of %" PRIu64 " samples per path (mean %.1f KiB) in %d interleaved rounds, "
 	       "checksum %" PRIx64 "; ratios: median of the rounds (lowest-highest)\n",
