@@ -31,6 +31,12 @@ enum agent_phase {
 
 /* The most the dataset's metadata may take (catalog/meta.h); beyond it, the PFS. */
 #define AGENT_META_BUDGET ((size_t)1 << 30)
+/*
+ * Threads stating the dataset's files after its listings: few, so that the
+ * ranks' own first reads (which meanwhile go to the PFS) are not queued
+ * behind them at the metadata server.
+ */
+#define AGENT_META_STAT_THREADS 4
 /* How often the agent that scanned the metadata looks for changed directories. */
 #define AGENT_META_CHECK_MS 10000
 
@@ -62,10 +68,11 @@ struct agent {
 	size_t meta_length;
 	struct nopfs_meta_view meta_view;                /* of meta, validated once when kept */
 	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */
-	char stage_meta[4096]; /* where the tasks find it, removed when serving stops */
-	bool meta_published;   /* the tasks were given it */
-	bool meta_scanned;     /* this agent scanned it: it checks for changes */
-	uint8_t *meta_changed; /* STAGE/meta-changed, mapped shared: a byte per directory */
+	char stage_meta[4096];      /* where the tasks find it, removed when serving stops */
+	bool meta_published;        /* the tasks were given it */
+	bool meta_scanned;          /* this agent scanned it: it checks for changes */
+	uint8_t *meta_changed;      /* STAGE/meta-changed, mapped shared: a byte per directory */
+	uint32_t meta_changed_dirs; /* its length */
 	uint32_t meta_changed_count;
 	uint64_t meta_checked_ms; /* CLOCK_MONOTONIC of the last check */
 

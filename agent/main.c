@@ -450,7 +450,6 @@ int main(int argc, char **argv)
 		status = team_catalog(&agent); /* NOPFS_ERR_CANCELED if stopped */
 	if (stopped_in("catalog") || status != NOPFS_OK)
 		goto out_stopped;
-	team_publish_metadata(&agent);
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
 	status = phase_probe(&agent);
 	if (stopped_in("probe") || status != NOPFS_OK)

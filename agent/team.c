@@ -65,6 +65,8 @@ static void keep_metadata(struct agent *agent, void *data, size_t length, const 
 		free(data);
 		return;
 	}
+	if (agent->meta != data)
+		free(agent->meta); /* the listing, now with the files' stats */
 	agent->meta = data;
 	agent->meta_length = length;
 	agent->meta_view = view;
@@ -78,15 +80,19 @@ static void keep_metadata(struct agent *agent, void *data, size_t length, const 
 		              view.header->unlisted);
 }
 
-/* Scan the dataset's metadata (node 0, or a node alone). */
-static void scan_metadata(struct agent *agent)
+/*
+ * Scan the dataset's listings (node 0, or a node alone): every directory and
+ * entry, the stats of directories and links; the files' stats follow
+ * (stat_files()), so the ranks can be given the listings at once.
+ */
+static void scan_listing(struct agent *agent)
 {
 	const char *root = agent->options.catalog.root;
 	void *data;
 	size_t length;
 
 	if (!root || root[0] != '/' ||
-	    nopfs_meta_scan(root, AGENT_META_BUDGET, &data, &length) != NOPFS_OK) {
+	    nopfs_meta_scan_listing(root, AGENT_META_BUDGET, &data, &length) != NOPFS_OK) {
 		nopfs_warning("the dataset's metadata is not served: ranks ask the PFS for it");
 		return;
 	}
@@ -94,13 +100,26 @@ static void scan_metadata(struct agent *agent)
 	agent->meta_scanned = agent->meta != NULL;
 }
 
-/*
- * Scan the dataset's metadata, then open the catalog: built with the
- * metadata's stats (no metadata call per file), or from its cache.
- */
-static nopfs_status scan_and_open(struct agent *agent, struct nopfs_catalog **catalog)
+/* Stat the files the listing left unknown, in place. */
+static void stat_files(struct agent *agent)
 {
-	scan_metadata(agent);
+	uint64_t start = nopfs_clock_now_ms(), made;
+
+	if (!agent->meta || !agent->meta_scanned ||
+	    nopfs_meta_stat_files(agent->meta, agent->meta_length, AGENT_META_STAT_THREADS,
+	                          &made) != NOPFS_OK)
+		return; /* stopped: the catalog gives up too */
+	nopfs_info("metadata: %" PRIu64 " files stat'd in %.2f s", made,
+	           (double)(nopfs_clock_now_ms() - start) / 1000.0);
+}
+
+/*
+ * Stat the files, then open the catalog: built with the metadata's stats
+ * (no metadata call per file), or from its cache.
+ */
+static nopfs_status stat_and_open(struct agent *agent, struct nopfs_catalog **catalog)
+{
+	stat_files(agent);
 	if (nopfs_stop_requested())
 		return NOPFS_ERR_CANCELED; /* the scan gave up: so does the catalog */
 	if (agent->meta)
@@ -109,32 +128,35 @@ static nopfs_status scan_and_open(struct agent *agent, struct nopfs_catalog **ca
 	return job_open_catalog(&agent->options, catalog, &agent->job.catalog_from_cache);
 }
 
-/* Node 0: share the metadata beside the catalog at @catalog_path. */
-static void share_metadata(struct agent *agent, const char *catalog_path)
+/*
+ * Node 0: share the metadata as SHARE_DIR/NAME.catalog.meta: first the
+ * listing, then (replacing it) the whole, beside the catalog.
+ */
+static void share_metadata(struct agent *agent)
 {
-	if (!agent->meta ||
-	    (size_t)snprintf(agent->shared_meta, sizeof(agent->shared_meta), "%s.meta",
-	                     catalog_path) >= sizeof(agent->shared_meta) ||
+	const struct agent_options *options = &agent->options;
+
+	if (!agent->meta || options->share_dir[0] == '\0')
+		return;
+	if ((size_t)snprintf(agent->shared_meta, sizeof(agent->shared_meta), "%s/%s.catalog.meta",
+	                     options->share_dir,
+	                     options->private_name) >= sizeof(agent->shared_meta) ||
 	    nopfs_atomic_write(agent->shared_meta, 0600, agent->meta, agent->meta_length) !=
 	            NOPFS_OK) {
-		if (agent->meta)
-			nopfs_warning("cannot share the dataset's metadata in '%s.meta': the other "
-			              "nodes' ranks ask the PFS for it",
-			              catalog_path);
+		nopfs_warning("cannot share the dataset's metadata in '%s/%s.catalog.meta': the "
+		              "other nodes' ranks ask the PFS for it",
+		              options->share_dir, options->private_name);
 		agent->shared_meta[0] = '\0';
 	}
 }
 
-/* Every other node: node 0's metadata beside its catalog at @catalog_path. */
-static void receive_metadata(struct agent *agent, const char *catalog_path)
+/* Every other node: node 0's metadata at @path (its listing, or the whole). */
+static void receive_metadata(struct agent *agent, const char *path)
 {
-	char path[PATH_MAX + 8];
 	void *data;
 	size_t length;
 	int fd;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s.meta", catalog_path) >= sizeof(path))
-		return;
 	/* the share directory may be anyone's: only a file of this user is believed */
 	fd = nopfs_private_file_open_for(AT_FDCWD, path, O_RDONLY, 0, geteuid());
 	if (fd < 0 || nopfs_read_all(fd, SIZE_MAX, &data, &length) != NOPFS_OK) {
@@ -176,16 +198,27 @@ static bool make_changed_map(struct agent *agent)
 	if (map == MAP_FAILED)
 		return false;
 	agent->meta_changed = map;
+	agent->meta_changed_dirs = agent->meta_dirs;
 	return true;
 }
 
-void team_publish_metadata(struct agent *agent)
+/*
+ * Give the tasks the metadata as STAGE/meta (the listing first, then the
+ * whole: a new file each time, which the tasks map anew); the changed map
+ * is made once, for the same directories.
+ */
+static void publish_metadata(struct agent *agent, bool listing)
 {
 	const char *stage_dir = agent->options.stage_dir;
 
 	if (!agent->meta)
 		return;
-	if (!make_changed_map(agent)) {
+	if (agent->meta_changed && agent->meta_changed_dirs != agent->meta_dirs) {
+		/* not the listing's directories (cannot happen): a new map for them */
+		munmap(agent->meta_changed, agent->meta_changed_dirs);
+		agent->meta_changed = NULL;
+	}
+	if (!agent->meta_changed && !make_changed_map(agent)) {
 		nopfs_warning("cannot make '%s/" NOPFS_STAGE_META_CHANGED_NAME
 		              "': the dataset's metadata is not served, ranks ask the PFS for it",
 		              stage_dir);
@@ -203,8 +236,9 @@ void team_publish_metadata(struct agent *agent)
 	}
 	agent->meta_published = true;
 	agent->meta_checked_ms = nopfs_clock_now_ms();
-	nopfs_info("metadata: %" PRIu32 " directories, %" PRIu32 " entries served to the ranks",
-	           agent->meta_dirs, agent->meta_entries);
+	nopfs_info("metadata: %" PRIu32 " directories, %" PRIu32 " entries served to the ranks%s",
+	           agent->meta_dirs, agent->meta_entries,
+	           listing ? " (their listings; the files' stats follow)" : "");
 }
 
 /* Mark directory @d changed; whether it was not yet. */
@@ -301,7 +335,7 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 	nopfs_status status;
 
 	announce[0] = '\0';
-	status = scan_and_open(agent, catalog);
+	status = stat_and_open(agent, catalog);
 	if (status != NOPFS_OK || options->share_dir[0] == '\0')
 		return status;
 	if ((size_t)snprintf(agent->shared_catalog, sizeof(agent->shared_catalog), "%s/%s.catalog",
@@ -316,7 +350,7 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 	status = write_file(agent->shared_catalog, buffer, size);
 	free(buffer);
 	if (status == NOPFS_OK) {
-		share_metadata(agent, agent->shared_catalog);
+		share_metadata(agent);
 		snprintf(announce, length, "%s", agent->shared_catalog);
 	} else {
 		agent->shared_catalog[0] = '\0';
@@ -328,16 +362,61 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 static nopfs_status receive_catalog(struct agent *agent, const char *announced,
                                     struct nopfs_catalog **catalog)
 {
+	char path[PATH_MAX + 8];
 	nopfs_status status;
 
-	if (announced[0] == '\0') {
-		nopfs_warning("no --share-dir: this node scans the dataset itself");
-		return scan_and_open(agent, catalog);
-	}
+	if (announced[0] == '\0')
+		return stat_and_open(agent, catalog); /* its own listing (no --share-dir) */
 	status = team_load_catalog(announced, catalog);
-	if (status == NOPFS_OK)
-		receive_metadata(agent, announced);
+	if (status == NOPFS_OK &&
+	    (size_t)snprintf(path, sizeof(path), "%s.meta", announced) < sizeof(path))
+		receive_metadata(agent, path);
 	return status;
+}
+
+/*
+ * The listings first, for the ranks (which may start on them: --start=early):
+ * node 0 scans them and shares them through the exchange, every node gives
+ * them to its tasks. Without a share directory every node scans them.
+ */
+static nopfs_status team_listing(struct agent *agent)
+{
+	char announce[PATH_MAX] = "";
+	void **records;
+	size_t *lengths;
+	nopfs_status status;
+
+	if (agent->bootstrap.node == 0) {
+		scan_listing(agent);
+		if (nopfs_stop_requested())
+			return NOPFS_ERR_CANCELED;
+		share_metadata(agent);
+		snprintf(announce, sizeof(announce), "%s", agent->shared_meta);
+	}
+	/* The exchange is the barrier: node 0's file is complete before it. */
+	status = bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
+	                            agent->options.scan_timeout, &records, &lengths);
+	if (status != NOPFS_OK)
+		return status;
+	if (agent->bootstrap.node != 0) {
+		if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0') {
+			nopfs_error("node 0's metadata announcement is malformed");
+			status = NOPFS_ERR_FORMAT;
+		} else if (((char *)records[0])[0] == '\0') {
+			if (agent->options.share_dir[0] == '\0')
+				nopfs_warning("no --share-dir: this node scans the dataset itself");
+			scan_listing(agent);
+		} else {
+			receive_metadata(agent, records[0]);
+		}
+	}
+	for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	if (status == NOPFS_OK)
+		publish_metadata(agent, true);
+	return nopfs_stop_requested() ? NOPFS_ERR_CANCELED : status;
 }
 
 nopfs_status team_catalog(struct agent *agent)
@@ -349,10 +428,19 @@ nopfs_status team_catalog(struct agent *agent)
 	nopfs_status status;
 
 	if (!agent->bootstrap.active) {
-		status = scan_and_open(agent, &catalog);
-		return status == NOPFS_OK ? job_use_catalog(&agent->job, &agent->options, catalog)
-		                          : status;
+		scan_listing(agent);
+		if (nopfs_stop_requested())
+			return NOPFS_ERR_CANCELED;
+		publish_metadata(agent, true);
+		status = stat_and_open(agent, &catalog);
+		if (status != NOPFS_OK)
+			return status;
+		publish_metadata(agent, false);
+		return job_use_catalog(&agent->job, &agent->options, catalog);
 	}
+	status = team_listing(agent);
+	if (status != NOPFS_OK)
+		return status;
 	if (agent->bootstrap.node == 0) {
 		status = share_catalog(agent, &catalog, announce, sizeof(announce));
 		if (status != NOPFS_OK) {
@@ -383,6 +471,7 @@ nopfs_status team_catalog(struct agent *agent)
 		nopfs_catalog_destroy(catalog);
 		return status;
 	}
+	publish_metadata(agent, false);
 	return job_use_catalog(&agent->job, &agent->options, catalog);
 }
 
@@ -537,7 +626,7 @@ void team_fini(struct agent *agent)
 	agent->shared_meta[0] = '\0';
 	team_withdraw_metadata(agent);
 	if (agent->meta_changed)
-		munmap(agent->meta_changed, agent->meta_dirs);
+		munmap(agent->meta_changed, agent->meta_changed_dirs);
 	agent->meta_changed = NULL;
 	free(agent->meta);
 	agent->meta = NULL;

@@ -18,16 +18,15 @@ struct nopfs_catalog;
 /*
  * Give the job its catalog: built here, or received from node 0. The
  * dataset's metadata (catalog/meta.h) comes the same way, scanned by node 0
- * only: a node that cannot have it logs a warning and its tasks ask the PFS.
+ * only, in two parts: its listings, shared in an exchange of their own and
+ * put in the staging directory for the tasks at once ("meta", 0600, written
+ * atomically), then the files' stats, with which node 0 builds the catalog
+ * and which replace "meta" on every node. A node that cannot have it logs a
+ * warning and its tasks ask the PFS. team_withdraw_metadata() removes it
+ * when the agent stops serving.
  */
 nopfs_status team_catalog(struct agent *agent);
 
-/*
- * Put the metadata in the staging directory for the tasks ("meta", 0600,
- * written atomically); a failure only logs a warning. team_withdraw_metadata()
- * removes it when the agent stops serving.
- */
-void team_publish_metadata(struct agent *agent);
 void team_withdraw_metadata(struct agent *agent);
 
 /*

@@ -2,20 +2,27 @@
 # Time to a rank's first batch with a contended metadata server, plain
 # PyTorch against nopfs, on the 3-node test cluster (3 nodes x 2 ranks): the
 # shared PFS is the emulated one (nopfs-pfs) with one metadata server
-# answering METADATA_RATE operations a second (default 5000), each after
-# METADATA_LATENCY ms (default 0.2). The dataset: FILES files (default
-# 100000) in DIRS class folders (default 1000), 1 KiB each. Each rank runs
-# torchvision's ImageFolder, a DistributedSampler and a DataLoader until its
-# first batch (first_batch.py). Prints, for each of REPEAT runs (default 3)
-# and their medians, the slowest rank's time from srun to its first batch
-# and the PFS metadata operations of the job (the emulator's counters: the
-# ranks' and, with nopfs, the agents' scan). Needs root; brings the cluster
-# up with the emulated PFS and down at the end.
+# answering METADATA_RATE operations a second, each after METADATA_LATENCY
+# ms (default 0.2). METADATA_RATES (default "5000 2000") lists the rates to
+# measure, one after the other on the same dataset (the cluster is started
+# again for each). The dataset: FILES files (default 100000) in DIRS class
+# folders (default 1000), 1 KiB each. Each rank runs torchvision's
+# ImageFolder, a DistributedSampler and a DataLoader until its first batch
+# (first_batch.py); under nopfs the tasks start at once
+# (--nopfs-start=early). Prints, for each of REPEAT runs (default 3) and
+# their medians, the slowest rank's time from srun to its first batch and
+# the PFS metadata operations of the job (the emulator's counters: the
+# ranks' and, with nopfs, the agents' scan, listings and files' stats), and
+# the ratio nopfs / plain of each pair of runs. Needs root; brings the
+# cluster up with the emulated PFS and down at the end.
 set -euo pipefail
 FILES=${FILES:-100000}
 DIRS=${DIRS:-1000}
 REPEAT=${REPEAT:-3}
-export NOPFS_CLUSTER_PFS_EMULATE="--metadata-rate ${METADATA_RATE:-5000} --metadata-latency ${METADATA_LATENCY:-0.2}"
+read -r -a RATES <<<"${METADATA_RATES:-5000 2000}"
+emulate() { echo "--metadata-rate $1 --metadata-latency ${METADATA_LATENCY:-0.2}"; }
+NOPFS_CLUSTER_PFS_EMULATE=$(emulate "${RATES[0]}")
+export NOPFS_CLUSTER_PFS_EMULATE
 PLUGIN_NEEDS_TORCH=1
 top_srcdir=${top_srcdir:-$(dirname "$0")/..}
 top_builddir=${top_builddir:-$top_srcdir}
@@ -65,21 +72,32 @@ run() {
 	echo "$seconds $((after - before))"
 }
 
-plain_times=() plain_ops=() nopfs_times=() nopfs_ops=()
-for i in $(seq 1 "$REPEAT"); do
-	read -r t o < <(run "plain-$i")
-	plain_times+=("$t") plain_ops+=("$o")
-	read -r t o < <(run "nopfs-$i" --nopfs-dataset="$WORK/data" --nopfs-tiers=ram:200M \
-		--nopfs-report="$WORK/nopfs-$i.json")
-	nopfs_times+=("$t") nopfs_ops+=("$o")
-	echo "run $i: plain ${plain_times[-1]} s, ${plain_ops[-1]} metadata ops;" \
-		"nopfs ${nopfs_times[-1]} s, ${nopfs_ops[-1]} metadata ops"
-done
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-echo "first batch, 3 nodes x 2 ranks, $FILES files in $DIRS folders, metadata server" \
-	"$NOPFS_CLUSTER_PFS_EMULATE (medians of $REPEAT runs):"
-echo "  plain PyTorch: $(median "${plain_times[@]}") s, $(median "${plain_ops[@]}") PFS metadata operations per job"
-echo "  nopfs:         $(median "${nopfs_times[@]}") s, $(median "${nopfs_ops[@]}") PFS metadata operations per job"
+spread() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[1] " to " v[NR] }'; }
+summary=()
+for rate in "${RATES[@]}"; do
+	if [[ $(emulate "$rate") != "$NOPFS_CLUSTER_PFS_EMULATE" ]]; then
+		NOPFS_CLUSTER_PFS_EMULATE=$(emulate "$rate") # the PFS (and the dataset) is kept
+		"$NC" up --nodes 3 >/dev/null
+		eval "$("$NC" env)"
+	fi
+	plain_times=() plain_ops=() nopfs_times=() nopfs_ops=() ratios=()
+	for i in $(seq 1 "$REPEAT"); do
+		read -r t o < <(run "plain-$rate-$i")
+		plain_times+=("$t") plain_ops+=("$o")
+		read -r t o < <(run "nopfs-$rate-$i" --nopfs-dataset="$WORK/data" --nopfs-tiers=ram:200M \
+			--nopfs-start=early --nopfs-report="$WORK/nopfs-$i.json")
+		nopfs_times+=("$t") nopfs_ops+=("$o")
+		ratios+=("$(awk -v n="$t" -v p="${plain_times[-1]}" 'BEGIN { printf "%.2f", n / p }')")
+		echo "$rate ops/s, run $i: plain ${plain_times[-1]} s, ${plain_ops[-1]} metadata ops;" \
+			"nopfs ${nopfs_times[-1]} s, ${nopfs_ops[-1]} metadata ops; nopfs / plain ${ratios[-1]}"
+	done
+	summary+=("first batch, 3 nodes x 2 ranks, $FILES files in $DIRS folders, metadata server $(emulate "$rate") (medians of $REPEAT runs):"
+		"  plain PyTorch: $(median "${plain_times[@]}") s ($(spread "${plain_times[@]}")), $(median "${plain_ops[@]}") PFS metadata operations per job"
+		"  nopfs:         $(median "${nopfs_times[@]}") s ($(spread "${nopfs_times[@]}")), $(median "${nopfs_ops[@]}") PFS metadata operations per job"
+		"  nopfs / plain, pairs of runs: median $(median "${ratios[@]}") ($(spread "${ratios[@]}"))")
+done
+printf '%s\n' "${summary[@]}"
 # The job report comes once the agents have stopped (after srun): 30 s at most.
 for _ in $(seq 1 150); do
 	[[ -s $WORK/nopfs-$REPEAT.json ]] && break

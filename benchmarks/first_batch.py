@@ -1,6 +1,7 @@
 """One rank of an unmodified torchvision ImageFolder job until its first
 batch (bench_metadata.sh): prints "RANK SECONDS SAMPLES", the seconds since
-$BENCH_START (srun's start, epoch seconds)."""
+$BENCH_START (srun's start, epoch seconds); under nopfs it then waits for
+its agent to serve, if it does not yet."""
 import os
 import sys
 import time
@@ -24,6 +25,14 @@ def main():
     batch = next(iter(loader))
     assert len(batch) == 32
     print(f"{rank} {time.time() - start:.3f} {len(dataset)}", flush=True)
+    # Started before its agent served (--nopfs-start=early): stay until it
+    # does, as a training job would, so that the job's report is written.
+    socket = os.environ.get("NOPFS_SOCKET")
+    deadline = time.time() + 300
+    while socket and not os.path.exists(os.path.join(os.path.dirname(socket), "ready")):
+        if time.time() > deadline:
+            sys.exit(f"rank {rank}: the agent did not serve within 300 s")
+        time.sleep(0.2)
 
 
 if __name__ == "__main__":

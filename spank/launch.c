@@ -323,7 +323,9 @@ static void publish_for_tasks(uint32_t job)
 {
 	char value[PATH_MAX + 64];
 
-	snprintf(value, sizeof(value), "%u:%d:%s", job, nopfs_request.preload ? 1 : 0,
+	snprintf(value, sizeof(value), "%u:%u:%s", job,
+	         (nopfs_request.preload ? NOPFS_TASKS_PRELOAD : 0) |
+	                 (nopfs_request.early ? NOPFS_TASKS_EARLY : 0),
 	         nopfs_request.dataset);
 	setenv(NOPFS_SPANK_TASKS, value, 1);
 }

@@ -16,8 +16,13 @@
 
 /* In the companion step's environment: its srun and tasks leave nopfs alone. */
 #define NOPFS_SPANK_GUARD "NOPFS_AGENT_STEP"
-/* Set by the launching srun for its tasks' slurmstepd: dataset root, preload. */
-#define NOPFS_SPANK_TASKS "NOPFS_SPANK_TASKS"
+/*
+ * Set by the launching srun for its tasks' slurmstepd: "JOB:FLAGS:DATASET",
+ * FLAGS the sum of the bits below.
+ */
+#define NOPFS_SPANK_TASKS   "NOPFS_SPANK_TASKS"
+#define NOPFS_TASKS_PRELOAD 1u /* --nopfs-preload=yes */
+#define NOPFS_TASKS_EARLY   2u /* --nopfs-start=early */
 /*
  * Set with it when the job's agents plan for other options than the step's
  * and are to re-plan for it: the plan's generation (the step id + 1), then
@@ -68,7 +73,8 @@ struct spank_request {
 	char tiers[1024];
 	char report[PATH_MAX];
 	bool preload;
-	bool plan; /* running agents re-plan for the step */
+	bool early; /* --nopfs-start=early: the tasks do not wait for the agents */
+	bool plan;  /* running agents re-plan for the step */
 	bool shuffle;
 	bool drop_last;
 	bool verbose;

@@ -136,15 +136,37 @@ static int read_ready(const struct node_agent *agent, unsigned long long *genera
 	return fields >= 1 && pid == (long)agent->pid ? fields : -1;
 }
 
-/* Wait for the node's agent to be ready: 0, or -1 with the reason in @why. */
-static int wait_ready(struct node_agent *agent, unsigned int timeout, char *why, size_t size)
+/* Whether the agent made its runtime and stage directories, private to the user. */
+static bool agent_started(const struct node_agent *agent)
+{
+	int fd = nopfs_private_dir_open_for(agent->runtime, agent->uid);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	fd = nopfs_private_dir_open_for(agent->stage, agent->uid);
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/*
+ * Wait for the node's agent to be ready, or with @early only to have
+ * started (its private directories made): 0, or -1 with the reason in @why.
+ */
+static int wait_ready(struct node_agent *agent, unsigned int timeout, bool early, char *why,
+                      size_t size)
 {
 	unsigned int missing = 0; /* seconds in a row without an agent process */
 	unsigned long long generation;
 
 	for (unsigned int tenth = 0; tenth <= timeout * 10; tenth++) {
-		if (agent->pid > 0 && read_ready(agent, &generation) > 0)
+		if (agent->pid > 0 &&
+		    (early ? agent_started(agent) : read_ready(agent, &generation) > 0))
 			return 0;
+		if (early && agent->pid <= 0 && tenth % 10 != 0 && find_agent(agent))
+			missing = 0; /* looked for every 0.1 s: the tasks wait for nothing else */
 		if (tenth % 10 == 0) {
 			agent->pid = 0;
 			missing = find_agent(agent) ? 0 : missing + (tenth > 0);
@@ -158,7 +180,13 @@ static int wait_ready(struct node_agent *agent, unsigned int timeout, char *why,
 		}
 		usleep(100000);
 	}
-	if (agent->pid > 0)
+	if (agent->pid > 0 && early)
+		snprintf(
+		        why, size,
+		        "has made no private directories after %u s (plugstack.conf ready_timeout; "
+		        "its log: %s)",
+		        timeout, agent->log);
+	else if (agent->pid > 0)
 		snprintf(why, size,
 		         "is not ready after %u s (plugstack.conf ready_timeout; its log: %s)",
 		         timeout, agent->log);
@@ -290,10 +318,16 @@ static char *take_plan(spank_t sp)
 }
 
 /* The tasks' environment: the agent's socket and stage directory, the interposer. */
-static int set_task_env(spank_t sp, const struct node_agent *agent, bool preload,
+static int set_task_env(spank_t sp, const struct node_agent *agent, bool preload, bool early,
                         const char *dataset)
 {
 	char value[PATH_MAX + 4096], current[4096];
+
+	if (early) {
+		/* the first metadata call waits (as long as the plugin did) for the listings */
+		snprintf(value, sizeof(value), "%u", nopfs_config.ready_timeout);
+		spank_setenv(sp, NOPFS_ENV_META_WAIT, value, 1);
+	}
 
 	snprintf(value, sizeof(value), "%s/agent.sock", agent->runtime);
 	spank_setenv(sp, NOPFS_ENV_SOCKET, value, 1);
@@ -330,7 +364,8 @@ int tasks_prepare(spank_t sp)
 {
 	char word[PATH_MAX + 64], host[256] = "this node", why[PATH_MAX + 192] = "", *plan;
 	struct node_agent agent = { .pid = 0 };
-	unsigned int job, preload;
+	unsigned int job, flags;
+	bool early;
 	int consumed = 0, rc = 0, fd;
 
 	if (spank_getenv(sp, NOPFS_SPANK_TASKS, word, sizeof(word)) != ESPANK_SUCCESS)
@@ -339,7 +374,7 @@ int tasks_prepare(spank_t sp)
 	plan = take_plan(sp);
 	if (!step_uses_nopfs(sp))
 		goto out;
-	if (sscanf(word, "%u:%u:%n", &job, &preload, &consumed) != 2 || consumed == 0 ||
+	if (sscanf(word, "%u:%u:%n", &job, &flags, &consumed) != 2 || consumed == 0 ||
 	    word[consumed] != '/' || spank_get_item(sp, S_JOB_ID, &agent.job) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_UID, &agent.uid) != ESPANK_SUCCESS || agent.job != job) {
 		user_error("malformed %s='%s': tasks read the PFS directly", NOPFS_SPANK_TASKS,
@@ -347,7 +382,9 @@ int tasks_prepare(spank_t sp)
 		goto out;
 	}
 	gethostname(host, sizeof(host));
-	if (wait_ready(&agent, nopfs_config.ready_timeout, why, sizeof(why)) != 0) {
+	/* a step the agents re-plan for waits for that: early only at the job's start */
+	early = (flags & NOPFS_TASKS_EARLY) && !plan;
+	if (wait_ready(&agent, nopfs_config.ready_timeout, early, why, sizeof(why)) != 0) {
 		user_error("the agent of job %u on %s %s: tasks there read the PFS directly", job,
 		           host, why);
 		goto out;
@@ -363,7 +400,7 @@ int tasks_prepare(spank_t sp)
 	close(fd);
 	if (plan)
 		replan(&agent, nopfs_config.ready_timeout, host, plan);
-	rc = set_task_env(sp, &agent, preload != 0, word + consumed);
+	rc = set_task_env(sp, &agent, flags & NOPFS_TASKS_PRELOAD, early, word + consumed);
 out:
 	free(plan);
 	return rc;

@@ -32,6 +32,7 @@ enum option_id {
 	OPT_START_EPOCH,
 	OPT_START_SAMPLE,
 	OPT_VERIFY,
+	OPT_START,
 	OPT_COUNT
 };
 
@@ -40,7 +41,7 @@ static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_INDEX",        "SLURM_NOPFS_TIERS",   "SLURM_NOPFS_REPORT",
 	"SLURM_NOPFS_PRELOAD",      "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
 	"SLURM_NOPFS_VERBOSE",      "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
-	"SLURM_NOPFS_START_SAMPLE", "SLURM_NOPFS_VERIFY",
+	"SLURM_NOPFS_START_SAMPLE", "SLURM_NOPFS_VERIFY",  "SLURM_NOPFS_START",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -84,6 +85,11 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	  "nopfs: check every copy of a sample against the CRC32C of its first read; one that "
 	  "differs is not served (default no)",
 	  1, OPT_VERIFY, option_cb },
+	{ "nopfs-start", "ready|early",
+	  "nopfs: the tasks start once their node's agent serves (ready, the default), or at "
+	  "once, reading the PFS until it does and waiting only for its dataset listing at their "
+	  "first look at the dataset (early)",
+	  1, OPT_START, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -350,6 +356,13 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 			r->verify = flag;
 		else
 			r->plan = flag;
+		break;
+	case OPT_START:
+		if (strcmp(value, "ready") != 0 && strcmp(value, "early") != 0) {
+			user_error("%s=%s: accepted: ready or early", what, value);
+			return -1;
+		}
+		r->early = !strcmp(value, "early");
 		break;
 	case OPT_DROP_LAST:
 	case OPT_VERBOSE:

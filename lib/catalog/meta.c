@@ -211,6 +211,8 @@ enum nopfs_meta_found nopfs_meta_resolve(const struct nopfs_meta_view *view, con
 		if (!through)
 			break;
 		/* Through this entry: it must be a directory after following. */
+		if (e->stat.error == NOPFS_META_UNKNOWN)
+			return NOPFS_META_PASS;
 		if (e->stat.error) {
 			*error = e->stat.error;
 			return NOPFS_META_ERROR;
@@ -233,6 +235,8 @@ enum nopfs_meta_found nopfs_meta_resolve(const struct nopfs_meta_view *view, con
 	if (changed(view, dir) || (view->entries[current].dir != NOPFS_META_NONE &&
 	                           changed(view, view->entries[current].dir)))
 		return NOPFS_META_STALE;
+	if (nopfs_meta_stat_of(view, current, through)->error == NOPFS_META_UNKNOWN)
+		return NOPFS_META_PASS; /* not stat'd yet */
 	*entry = current;
 	*parent = holder;
 	*followed = through;

@@ -32,10 +32,12 @@
 #define NOPFS_META_MAGIC   "NOPFSMET"
 #define NOPFS_META_VERSION 1
 #define NOPFS_META_NONE    UINT32_MAX
+/* A stat not made yet (a listing-only scan's regular files): ask the file system. */
+#define NOPFS_META_UNKNOWN (-1)
 
 /* What statx gave for one path, or the errno it failed with. */
 struct nopfs_meta_stat {
-	int32_t error; /* 0: the fields below are valid */
+	int32_t error; /* 0: the fields below are valid; NOPFS_META_UNKNOWN: not made */
 	uint32_t mask;
 	uint32_t blksize;
 	uint32_t nlink;
@@ -117,6 +119,27 @@ struct nopfs_meta_view {
 nopfs_status nopfs_meta_scan(const char *root, size_t budget, void **buffer, size_t *length);
 
 /*
+ * The same walk with the listings only: regular files (d_type DT_REG) are
+ * not stat'd, their stats are NOPFS_META_UNKNOWN (what asks for one goes to
+ * the file system). Directories, links and entries of unknown type are
+ * stat'd as by nopfs_meta_scan(): one call per directory listed and per
+ * such entry, where the full scan makes one per file too.
+ */
+nopfs_status nopfs_meta_scan_listing(const char *root, size_t budget, void **buffer,
+                                     size_t *length);
+
+/*
+ * Make the stats a listing-only scan left unknown in @buffer (@length bytes,
+ * checked by nopfs_meta_view_init()), in place, on @threads threads, and
+ * update its checksum; *@made: how many entries were stat'd. The buffer
+ * then answers as nopfs_meta_scan()'s does. NOPFS_ERR_CANCELED when a stop
+ * was requested (the buffer is then left with some stats unknown and a
+ * valid checksum); NOPFS_ERR_FORMAT when @buffer is not valid metadata.
+ */
+nopfs_status nopfs_meta_stat_files(void *buffer, size_t length, unsigned int threads,
+                                   uint64_t *made);
+
+/*
  * Check @length bytes at @data (any alignment of 8 bytes) and set @view up:
  * magic, version, layout, length, checksum, and every offset and index in
  * range. Else NOPFS_ERR_FORMAT with @why (static text).
@@ -156,7 +179,10 @@ enum nopfs_meta_found nopfs_meta_resolve(const struct nopfs_meta_view *view, con
                                          bool follow, uint32_t *entry, uint32_t *parent,
                                          bool *followed, int *error);
 
-/* The stat of @entry as a call following (or not) a final link sees it. */
+/*
+ * The stat of @entry as a call following (or not) a final link sees it
+ * (nopfs_meta_resolve() finds no entry whose stat is NOPFS_META_UNKNOWN).
+ */
 static inline const struct nopfs_meta_stat *nopfs_meta_stat_of(const struct nopfs_meta_view *view,
                                                                uint32_t entry, bool follow)
 {

@@ -40,6 +40,7 @@ struct scan {
 	char *names;
 	size_t names_length, names_capacity;
 	size_t budget;
+	bool listing_only; /* regular files are not stat'd */
 	uint32_t unlisted;
 	bool failed; /* out of memory */
 	struct ancestor ancestors[PATH_MAX / 2];
@@ -134,7 +135,25 @@ struct stat_job {
 	struct nopfs_meta_entry *entries;
 	const char *names;
 	uint32_t begin, end;
+	bool listing_only;
 };
+
+static void set_unknown(struct nopfs_meta_entry *e)
+{
+	memset(&e->lstat, 0, sizeof(e->lstat));
+	e->lstat.error = NOPFS_META_UNKNOWN;
+	e->stat = e->lstat;
+}
+
+/* Stat entry @e of the directory open at @fd (name @name). */
+static void stat_entry(int fd, const char *name, struct nopfs_meta_entry *e)
+{
+	stat_at(fd, name, AT_SYMLINK_NOFOLLOW, &e->lstat);
+	if (!e->lstat.error && S_ISLNK(e->lstat.mode))
+		stat_at(fd, name, 0, &e->stat);
+	else
+		e->stat = e->lstat;
+}
 
 static void stat_job_run(void *arg)
 {
@@ -148,11 +167,10 @@ static void stat_job_run(void *arg)
 			return; /* list_dir() sees it too and gives up */
 		if (!strcmp(name, ".") || !strcmp(name, ".."))
 			continue;
-		stat_at(job->fd, name, AT_SYMLINK_NOFOLLOW, &e->lstat);
-		if (!e->lstat.error && S_ISLNK(e->lstat.mode))
-			stat_at(job->fd, name, 0, &e->stat);
+		if (job->listing_only && e->d_type == DT_REG)
+			set_unknown(e);
 		else
-			e->stat = e->lstat;
+			stat_entry(job->fd, name, e);
 	}
 }
 
@@ -175,6 +193,7 @@ static void stat_entries(struct scan *scan, int fd, uint32_t first, uint32_t cou
 			.names = scan->names,
 			.begin = begin < first + count ? begin : first + count,
 			.end = end < first + count ? end : first + count,
+			.listing_only = scan->listing_only,
 		};
 	}
 	nopfs_parallel_run(stat_job_run, jobs, sizeof(jobs[0]), threads);
@@ -417,7 +436,8 @@ static nopfs_status pack(struct scan *scan, uint64_t root, int64_t made_ns, void
 	return NOPFS_OK;
 }
 
-nopfs_status nopfs_meta_scan(const char *root, size_t budget, void **buffer, size_t *length)
+static nopfs_status meta_scan(const char *root, size_t budget, bool listing_only, void **buffer,
+                              size_t *length)
 {
 	struct scan *scan = calloc(1, sizeof(*scan));
 	struct nopfs_meta_entry *e;
@@ -430,6 +450,7 @@ nopfs_status nopfs_meta_scan(const char *root, size_t budget, void **buffer, siz
 		return NOPFS_ERR_NOMEM;
 	clock_gettime(CLOCK_REALTIME, &now);
 	scan->budget = budget;
+	scan->listing_only = listing_only;
 	add_name(scan, ""); /* offset 0: no name */
 	root_name = add_name(scan, root);
 	scan->dir_capacity = 64;
@@ -469,6 +490,95 @@ out:
 	free(scan->names);
 	free(scan);
 	return status;
+}
+
+nopfs_status nopfs_meta_scan(const char *root, size_t budget, void **buffer, size_t *length)
+{
+	return meta_scan(root, budget, false, buffer, length);
+}
+
+nopfs_status nopfs_meta_scan_listing(const char *root, size_t budget, void **buffer, size_t *length)
+{
+	return meta_scan(root, budget, true, buffer, length);
+}
+
+/* The entries of the directories [begin, end) whose stats are unknown. */
+struct files_job {
+	const struct nopfs_meta_view *view;
+	struct nopfs_meta_entry *entries;
+	uint32_t begin, end;
+	uint64_t made;
+};
+
+static void files_job_run(void *arg)
+{
+	struct files_job *job = arg;
+	const struct nopfs_meta_view *view = job->view;
+
+	for (uint32_t d = job->begin; d < job->end; d++) {
+		const struct nopfs_meta_dir *dir = &view->dirs[d];
+		int fd = -1;
+
+		for (uint32_t i = dir->first; dir->listed && i < dir->first + dir->count; i++) {
+			struct nopfs_meta_entry *e = &job->entries[i];
+
+			if (e->lstat.error != NOPFS_META_UNKNOWN &&
+			    e->stat.error != NOPFS_META_UNKNOWN)
+				continue;
+			if (nopfs_stop_requested())
+				break;
+			if (fd < 0)
+				fd = open(nopfs_meta_name(view, dir->realpath),
+				          O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (fd < 0)
+				break; /* gone: its files' stats stay unknown, the PFS answers */
+			stat_entry(fd, nopfs_meta_name(view, e->name), e);
+			job->made++;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (nopfs_stop_requested())
+			return;
+	}
+}
+
+#define FILES_THREADS_MAX 64
+
+nopfs_status nopfs_meta_stat_files(void *buffer, size_t length, unsigned int threads,
+                                   uint64_t *made)
+{
+	struct nopfs_meta_header *header = buffer;
+	struct files_job jobs[FILES_THREADS_MAX];
+	struct nopfs_meta_view view;
+	const char *why;
+	uint32_t per;
+
+	*made = 0;
+	if (nopfs_meta_view_init(&view, buffer, length, &why) != NOPFS_OK)
+		return NOPFS_ERR_FORMAT;
+	if (threads < 1)
+		threads = 1;
+	if (threads > FILES_THREADS_MAX)
+		threads = FILES_THREADS_MAX;
+	if (threads > view.header->dir_count)
+		threads = view.header->dir_count;
+	per = (view.header->dir_count + threads - 1) / threads;
+	for (unsigned int t = 0; t < threads; t++) {
+		uint32_t begin = t * per, end = begin + per;
+
+		jobs[t] = (struct files_job){
+			.view = &view,
+			.entries = (struct nopfs_meta_entry *)view.entries,
+			.begin = begin < view.header->dir_count ? begin : view.header->dir_count,
+			.end = end < view.header->dir_count ? end : view.header->dir_count,
+		};
+	}
+	nopfs_parallel_run(files_job_run, jobs, sizeof(jobs[0]), threads);
+	for (unsigned int t = 0; t < threads; t++)
+		*made += jobs[t].made;
+	header->checksum = nopfs_meta_checksum((uint8_t *)buffer + sizeof(*header),
+	                                       header->length - sizeof(*header));
+	return nopfs_stop_requested() ? NOPFS_ERR_CANCELED : NOPFS_OK;
 }
 
 uint32_t nopfs_meta_check_dirs(const struct nopfs_meta_view *view, uint8_t *changed,

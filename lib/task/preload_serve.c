@@ -51,8 +51,10 @@ static struct {
 	bool can_reopen; /* /proc/self/fd works */
 	int32_t rank;
 	int timeout_ms;
-	char dataset[PATH_MAX];              /* absolute */
-	char socket[NOPFS_CHANNEL_PATH_MAX]; /* "" when not set */
+	int meta_wait_ms; /* tasks started before the agent (--start=early): wait for "meta" */
+	char ready[NOPFS_CHANNEL_PATH_MAX + 8]; /* then: the agent's ready file, else "" */
+	char dataset[PATH_MAX];                 /* absolute */
+	char socket[NOPFS_CHANNEL_PATH_MAX];    /* "" when not set */
 } config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
 
@@ -71,25 +73,34 @@ static pthread_mutex_t link_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nopfs_channel link_channel;
 static bool link_ready;
 static int64_t link_down_until_ms; /* atomic: CLOCK_MONOTONIC ms */
+static int agent_started;          /* atomic: its ready file was seen (config.ready set) */
 
 /* Per-process counts (atomic). */
 static struct {
 	uint64_t staged;
 	uint64_t agent;
-	uint64_t fallback_backoff; /* agent backing off after a failure */
-	uint64_t fallback_refused; /* ERROR reply: the agent cannot serve it */
-	uint64_t fallback_failed;  /* connect, timeout, I/O, malformed reply */
-	uint64_t fallback_other;   /* not configured for it, name too long, ... */
-	uint64_t meta_served;      /* metadata calls into the dataset served from the metadata */
-	uint64_t meta_passed;      /* and passed to the real function */
-	uint64_t meta_stale;       /* of these, through a directory changed since the scan */
+	uint64_t fallback_backoff;  /* agent backing off after a failure */
+	uint64_t fallback_refused;  /* ERROR reply: the agent cannot serve it */
+	uint64_t fallback_failed;   /* connect, timeout, I/O, malformed reply */
+	uint64_t fallback_other;    /* not configured for it, name too long, ... */
+	uint64_t fallback_starting; /* the agent not ready yet (tasks started early) */
+	uint64_t meta_served;       /* metadata calls into the dataset served from the metadata */
+	uint64_t meta_passed;       /* and passed to the real function */
+	uint64_t meta_stale;        /* of these, through a directory changed since the scan */
 } counts;
 
-/* The dataset's metadata, mapped once (nopfs_preload_meta()). */
+/*
+ * The dataset's metadata (nopfs_preload_meta()): mapped when first needed,
+ * and again when the agent replaces it (its listings, then the whole); the
+ * earlier mappings stay, for listings begun with them.
+ */
+#define META_GENERATIONS 4
 static struct {
 	pthread_mutex_t lock;
 	int state; /* atomic: 0 not looked for, 1 mapped, -1 none (or gone) */
-	struct nopfs_meta_view view;
+	struct nopfs_meta_view views[META_GENERATIONS];
+	unsigned int generations;
+	const struct nopfs_meta_view *current; /* atomic */
 	ino_t inode;
 	int64_t checked_ms; /* atomic: when the file was last seen there */
 } meta = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -171,6 +182,33 @@ static void open_stage_dir(const char *path)
 		debug_log("staging directory %s: %s: not used", path, why);
 }
 
+/* The agent's ready file beside its socket @socket, into @out. */
+static bool ready_path(const char *socket, char *out, size_t length)
+{
+	const char *slash = strrchr(socket, '/');
+
+	if (!slash || slash == socket)
+		return false;
+	return snprintf(out, length, "%.*s/ready", (int)(slash - socket), socket) < (int)length;
+}
+
+/*
+ * Whether the agent serves (tasks started before it, --start=early): its
+ * ready file is there. Once seen, it is not looked at again.
+ */
+static bool agent_serves(void)
+{
+	struct stat st;
+
+	if (!config.ready[0] || __atomic_load_n(&agent_started, __ATOMIC_RELAXED))
+		return true;
+	if (fstatat(AT_FDCWD, config.ready, &st, AT_SYMLINK_NOFOLLOW) != 0)
+		return false;
+	__atomic_store_n(&agent_started, 1, __ATOMIC_RELAXED);
+	debug_log("the agent serves from now on (%s)", config.ready);
+	return true;
+}
+
 static void config_init(void)
 {
 	const char *disable = getenv(NOPFS_ENV_DISABLE);
@@ -199,6 +237,10 @@ static void config_init(void)
 		return;
 	config.rank = nopfs_env_rank();
 	config.timeout_ms = nopfs_env_timeout_ms(&timeout_invalid);
+	config.meta_wait_ms = nopfs_env_meta_wait_ms();
+	if (config.meta_wait_ms > 0 &&
+	    !ready_path(config.socket, config.ready, sizeof(config.ready)))
+		config.meta_wait_ms = 0;
 	config.can_reopen = access("/proc/self/fd", X_OK) == 0;
 	config.enabled = true;
 	if (timeout_invalid)
@@ -427,6 +469,12 @@ int nopfs_preload_serve(int dirfd, const char *path, int flags)
 		count(&counts.staged);
 		goto out;
 	}
+	if (!agent_serves()) {
+		count(&counts.fallback_starting);
+		debug_log("reading %s from the PFS: the agent is not serving yet", absolute);
+		fd = -1;
+		goto out;
+	}
 	fd = ask_agent(relative, flags, &counter);
 	if (fd >= 0) {
 		count(&counts.agent);
@@ -451,8 +499,8 @@ static bool same_root(const char *a, const char *b)
 	return m == n && memcmp(a, b, m) == 0;
 }
 
-/* Map and check STAGE/meta: the new state. */
-static int load_meta(void)
+/* Map and check STAGE/meta into @view: 1, or -1 (none usable). */
+static int load_meta(struct nopfs_meta_view *view)
 {
 	nopfs_status status;
 	const char *why;
@@ -476,58 +524,105 @@ static int load_meta(void)
 	close(fd);
 	if (map == MAP_FAILED)
 		return -1;
-	if (nopfs_meta_view_init(&meta.view, map, (size_t)st.st_size, &why) != NOPFS_OK) {
+	if (nopfs_meta_view_init(view, map, (size_t)st.st_size, &why) != NOPFS_OK) {
 		warn_once(&warned_meta, "metadata %s/meta %s: not used", stage.path, why);
 		munmap(map, (size_t)st.st_size);
 		return -1;
 	}
 	/* A later step of the job on another dataset: the agents scanned the first one only. */
-	if (!same_root(nopfs_meta_name(&meta.view, meta.view.header->root), config.dataset)) {
+	if (!same_root(nopfs_meta_name(view, view->header->root), config.dataset)) {
 		debug_log("metadata %s/meta is for %s: not used", stage.path,
-		          nopfs_meta_name(&meta.view, meta.view.header->root));
+		          nopfs_meta_name(view, view->header->root));
 		munmap(map, (size_t)st.st_size);
 		return -1;
 	}
 	/* The directories changed since: mapped shared, the agent sets their bytes. */
 	status = nopfs_stage_dir_openat(&stage, NOPFS_STAGE_META_CHANGED_NAME, 0,
-	                                (int64_t)meta.view.header->dir_count, &fd, &why);
+	                                (int64_t)view->header->dir_count, &fd, &why);
 	if (status != NOPFS_OK) {
 		warn_once(&warned_meta, "metadata changes %s/%s %s: metadata not used", stage.path,
 		          NOPFS_STAGE_META_CHANGED_NAME, why);
 		munmap(map, (size_t)st.st_size);
 		return -1;
 	}
-	changed = mmap(NULL, meta.view.header->dir_count, PROT_READ, MAP_SHARED, fd, 0);
+	changed = mmap(NULL, view->header->dir_count, PROT_READ, MAP_SHARED, fd, 0);
 	close(fd);
 	if (changed == MAP_FAILED) {
 		munmap(map, (size_t)st.st_size);
 		return -1;
 	}
-	meta.view.changed = changed;
+	view->changed = changed;
 	meta.inode = st.st_ino;
 	meta.checked_ms = nopfs_clock_now_ms();
-	debug_log("metadata: %" PRIu32 " directories, %" PRIu32 " entries",
-	          meta.view.header->dir_count, meta.view.header->entry_count);
+	debug_log("metadata: %" PRIu32 " directories, %" PRIu32 " entries", view->header->dir_count,
+	          view->header->entry_count);
 	return 1;
 }
 
-/* Whether the file mapped is still in the staging directory (the agent serves). */
+/*
+ * Map STAGE/meta as the next generation, under the lock: 1, or -1 when it
+ * is not there or not usable (after a wait of up to config.meta_wait_ms for
+ * the agent to put it there when the tasks started before it).
+ */
+static int map_meta(void)
+{
+	int64_t deadline = nopfs_clock_now_ms() + config.meta_wait_ms;
+	struct nopfs_meta_view *view;
+	int state;
+
+	if (meta.generations == META_GENERATIONS)
+		return -1;
+	view = &meta.views[meta.generations];
+	for (;;) {
+		struct timespec pause = { 0, 10 * 1000 * 1000 };
+
+		state = load_meta(view);
+		if (state == 1 || !config.meta_wait_ms || agent_serves() ||
+		    nopfs_clock_now_ms() >= deadline || !stage_dir_usable())
+			break;
+		nanosleep(&pause, NULL);
+	}
+	config.meta_wait_ms = 0; /* waited once, at the first call */
+	if (state != 1)
+		return -1;
+	meta.generations++;
+	__atomic_store_n(&meta.current, view, __ATOMIC_RELEASE);
+	return 1;
+}
+
+/*
+ * Whether the file mapped is still in the staging directory (the agent
+ * serves); one replaced by the agent is mapped anew.
+ */
 static bool meta_still_there(void)
 {
 	int64_t now = nopfs_clock_now_ms();
+	int cancel_state, state = 1;
 	struct stat st;
 
 	if (now - __atomic_load_n(&meta.checked_ms, __ATOMIC_RELAXED) < 1000)
 		return true;
-	if (!stage_dir_usable() ||
-	    fstatat(stage.fd, NOPFS_STAGE_META_NAME, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-	    st.st_ino != meta.inode) {
-		__atomic_store_n(&meta.state, -1, __ATOMIC_RELAXED);
-		debug_log("metadata: gone from %s, the PFS answers from now on", stage.path);
-		return false;
+	if (stage_dir_usable() &&
+	    fstatat(stage.fd, NOPFS_STAGE_META_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    st.st_ino == meta.inode) {
+		__atomic_store_n(&meta.checked_ms, now, __ATOMIC_RELAXED);
+		return true;
 	}
-	__atomic_store_n(&meta.checked_ms, now, __ATOMIC_RELAXED);
-	return true;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	pthread_mutex_lock(&meta.lock);
+	if (__atomic_load_n(&meta.state, __ATOMIC_ACQUIRE) == 1 &&
+	    __atomic_load_n(&meta.checked_ms, __ATOMIC_RELAXED) < now) {
+		state = map_meta();
+		if (state != 1) {
+			__atomic_store_n(&meta.state, -1, __ATOMIC_RELEASE);
+			debug_log("metadata: gone from %s, the PFS answers from now on",
+			          stage.path);
+		}
+	}
+	state = __atomic_load_n(&meta.state, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&meta.lock);
+	pthread_setcancelstate(cancel_state, NULL);
+	return state == 1;
 }
 
 const struct nopfs_meta_view *nopfs_preload_meta(void)
@@ -543,7 +638,7 @@ const struct nopfs_meta_view *nopfs_preload_meta(void)
 		pthread_mutex_lock(&meta.lock);
 		state = __atomic_load_n(&meta.state, __ATOMIC_ACQUIRE);
 		if (state == 0) {
-			state = load_meta();
+			state = map_meta();
 			__atomic_store_n(&meta.state, state, __ATOMIC_RELEASE);
 		}
 		pthread_mutex_unlock(&meta.lock);
@@ -551,7 +646,7 @@ const struct nopfs_meta_view *nopfs_preload_meta(void)
 	}
 	if (state != 1 || !meta_still_there())
 		return NULL;
-	return &meta.view;
+	return __atomic_load_n(&meta.current, __ATOMIC_ACQUIRE);
 }
 
 bool nopfs_preload_in_dataset(int dirfd, const char *path, char *rest, size_t length)
@@ -560,7 +655,8 @@ bool nopfs_preload_in_dataset(int dirfd, const char *path, char *rest, size_t le
 	const char *absolute = path;
 	size_t n;
 
-	if (!path || !*path)
+	pthread_once(&config_once, config_init);
+	if (!config.enabled || !path || !*path)
 		return false;
 	if (path[0] != '/') {
 		if (!absolute_path(dirfd, path, resolved, sizeof(resolved)))
@@ -639,6 +735,8 @@ void nopfs_preload_report(void)
 	          " refused, %" PRIu64 " agent failures, %" PRIu64 " other",
 	          counts.staged, counts.agent, counts.fallback_backoff, counts.fallback_refused,
 	          counts.fallback_failed, counts.fallback_other);
+	if (counts.fallback_starting)
+		debug_log("and %" PRIu64 " before the agent served", counts.fallback_starting);
 	debug_log("metadata calls into the dataset: %" PRIu64 " served, %" PRIu64
 	          " passed to the PFS (%" PRIu64 " of them for directories changed since the scan)",
 	          counts.meta_served, counts.meta_passed, counts.meta_stale);

@@ -303,3 +303,14 @@ int nopfs_env_timeout_ms(bool *invalid)
 	errno = saved_errno;
 	return timeout;
 }
+
+int nopfs_env_meta_wait_ms(void)
+{
+	const char *text = getenv(NOPFS_ENV_META_WAIT);
+	int saved_errno = errno;
+	long value;
+	bool valid = text && parse_number(text, 0, 3600, &value);
+
+	errno = saved_errno;
+	return valid ? (int)value * 1000 : 0;
+}

@@ -20,6 +20,7 @@
 #define NOPFS_ENV_RANK       "NOPFS_RANK"
 #define NOPFS_ENV_DISABLE    "NOPFS_DISABLE"
 #define NOPFS_ENV_DEBUG      "NOPFS_DEBUG"
+#define NOPFS_ENV_META_WAIT  "NOPFS_META_WAIT"
 
 #define NOPFS_DEFAULT_TIMEOUT_MS 10000
 
@@ -45,6 +46,14 @@ int32_t nopfs_env_rank(void);
  * variable is set but not valid, so the caller can say so.
  */
 int nopfs_env_timeout_ms(bool *invalid);
+
+/*
+ * $NOPFS_META_WAIT, seconds (0..3600, set by the plugin when the tasks start
+ * before their agent serves): how long the first metadata call into the
+ * dataset waits for the agent's listings, in milliseconds; 0 when unset or
+ * not valid.
+ */
+int nopfs_env_meta_wait_ms(void);
 
 /*
  * The agent's "ready" file beside its socket: "PID GENERATION\n". Tasks use

@@ -3,13 +3,15 @@ lines tests/agent/system/train_script.py writes) has the dataset's bytes, and, g
 job report, that it accounts for them.
 
 usage: check_job.py --data DIR --outs GLOB --samples N [--report FILE] [--pfs-bound X]
-                    [--pfs-watch FILE]
+                    [--pfs-watch FILE] [--own-reads N]
 --pfs-bound (x dataset, default 1.5) applies when no peer failed. --pfs-watch:
 pfs_watch.py's independent count of the dataset's reads, which must agree
 with the agents' own (job reads plus probe) within 1%; of the
 probe, it may see one node's share only: the agents start together,
 their probes open the same files at the same moments, and inotify(7)
-merges identical events that follow each other unread.
+merges identical events that follow each other unread. --own-reads: the
+reads the tasks made from the PFS themselves (tasks started before their
+agents served), which the agents did not deliver.
 """
 import argparse
 import glob
@@ -26,6 +28,7 @@ parser.add_argument("--samples", type=int, required=True)
 parser.add_argument("--report")
 parser.add_argument("--pfs-bound", type=float, default=1.5)
 parser.add_argument("--pfs-watch")
+parser.add_argument("--own-reads", type=int, default=0)
 args = parser.parse_args()
 
 ds = ImageFolder(args.data, loader=lambda p: p, is_valid_file=lambda p: p.endswith(".JPEG"))
@@ -51,9 +54,9 @@ assert report["nodes_reported"] == list(range(nodes)), f"nodes reported: {report
 assert report["nodes_missing"] == [], report["nodes_missing"]
 assert report["dataset_bytes"] == S, (report["dataset_bytes"], S)
 delivered = report["delivered_total"]["samples"]
-assert delivered == checked, (
-    f"the agents delivered {delivered} of the {checked} samples read; problems: "
-    f"{report['problems']}")
+assert delivered + args.own_reads == checked, (
+    f"the agents delivered {delivered} of the {checked} samples read, the tasks read "
+    f"{args.own_reads} themselves; problems: {report['problems']}")
 pfs = report["pfs_bytes"]
 peers = [n.get("peers") or {} for n in report["per_node"]]
 failures = sum(p.get("timeouts", 0) + p.get("errors", 0) for p in peers)

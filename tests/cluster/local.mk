@@ -23,6 +23,7 @@ CLUSTER_TESTS = \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_faults.sh \
 	tests/cluster/test_pfs_spikes.sh \
+	tests/cluster/test_spank_early.sh \
 	tests/cluster/test_stop_phases.sh \
 	tests/cluster/test_node_faults.sh \
 	tests/cluster/test_two_jobs.sh \
@@ -53,7 +54,8 @@ tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_faults.log: tests/cluster/test_security.log
 tests/cluster/test_pfs_spikes.log: tests/cluster/test_faults.log
-tests/cluster/test_stop_phases.log: tests/cluster/test_pfs_spikes.log
+tests/cluster/test_spank_early.log: tests/cluster/test_pfs_spikes.log
+tests/cluster/test_stop_phases.log: tests/cluster/test_spank_early.log
 tests/cluster/test_node_faults.log: tests/cluster/test_stop_phases.log
 tests/cluster/test_two_jobs.log: tests/cluster/test_node_faults.log
 tests/cluster/test_step_restart.log: tests/cluster/test_two_jobs.log

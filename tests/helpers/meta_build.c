@@ -2,8 +2,11 @@
  * meta_build: the agent's part of the dataset's metadata (catalog/meta.h)
  * for the interposer's tests.
  *
- *   meta_build ROOT STAGE [BUDGET]   scan ROOT into STAGE/meta, with
- *                                    STAGE/meta-changed (nothing changed)
+ *   meta_build [--listing] ROOT STAGE [BUDGET]
+ *                                    scan ROOT into STAGE/meta, with
+ *                                    STAGE/meta-changed (nothing changed);
+ *                                    --listing: the listings only, the
+ *                                    files' stats unknown
  *   meta_build --check STAGE         mark the directories changed since
  */
 #include "config.h"
@@ -69,15 +72,24 @@ int main(int argc, char **argv)
 	void *buffer;
 	int fd;
 
+	bool listing = false;
+
 	if (argc == 3 && !strcmp(argv[1], "--check"))
 		return check(argv[2]);
+	if (argc > 1 && !strcmp(argv[1], "--listing")) {
+		listing = true;
+		argv++;
+		argc--;
+	}
 	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: meta_build ROOT STAGE [BUDGET] | --check STAGE\n");
+		fprintf(stderr,
+		        "usage: meta_build [--listing] ROOT STAGE [BUDGET] | --check STAGE\n");
 		return 2;
 	}
 	if (argc == 4)
 		budget = strtoull(argv[3], NULL, 10);
-	if (nopfs_meta_scan(argv[1], budget, &buffer, &length) != NOPFS_OK)
+	if ((listing ? nopfs_meta_scan_listing : nopfs_meta_scan)(argv[1], budget, &buffer,
+	                                                          &length) != NOPFS_OK)
 		return 1;
 	if (nopfs_meta_view_init(&view, buffer, length, &why) != NOPFS_OK) {
 		fprintf(stderr, "meta_build: the buffer made %s\n", why);

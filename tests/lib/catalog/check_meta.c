@@ -303,6 +303,72 @@ START_TEST(catalog_from_metadata)
 }
 END_TEST
 
+/*
+ * The listings alone leave the files' stats unknown (the resolver passes
+ * them to the file system); nopfs_meta_stat_files() then makes exactly
+ * those, and the buffer answers as the full scan's does.
+ */
+START_TEST(listing_then_files)
+{
+	struct nopfs_meta_view full = view, listed;
+	char out[128], expect[32];
+	const char *why;
+	uint64_t made = 0;
+	size_t listed_length;
+	void *listed_buffer;
+	struct stat st;
+
+	ck_assert_int_eq(
+	        nopfs_meta_scan_listing(root, (size_t)1 << 20, &listed_buffer, &listed_length),
+	        NOPFS_OK);
+	ck_assert_uint_eq(listed_length, length);
+	ck_assert_int_eq(nopfs_meta_view_init(&listed, listed_buffer, listed_length, &why),
+	                 NOPFS_OK);
+	view = listed;
+	ck_assert_str_eq(answer("/a/f.jpg", false, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/link/f.jpg", true, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/a/f.jpg/x", false, out, sizeof(out)), "pass");
+	ck_assert_str_eq(answer("/a", false, out, sizeof(out)), "a");
+	ck_assert_str_eq(answer("/link", true, out, sizeof(out)), "link (followed)");
+	ck_assert_str_eq(answer("/a/b/up", false, out, sizeof(out)), "up");
+	snprintf(expect, sizeof(expect), "errno %d", ENOENT);
+	ck_assert_str_eq(answer("/a/nope", false, out, sizeof(out)), expect);
+	ck_assert_int_eq(nopfs_meta_stat_path(&listed, "/a/f.jpg", true, &st), 1);
+	ck_assert_int_eq(nopfs_meta_stat_path(&listed, "/a", true, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+
+	/* f.jpg, listed in a and again through link: one stat for each entry */
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 3, &made), NOPFS_OK);
+	ck_assert_uint_eq(made, 2);
+	ck_assert_int_eq(nopfs_meta_view_init(&listed, listed_buffer, listed_length, &why),
+	                 NOPFS_OK);
+	ck_assert_str_eq(answer("/a/f.jpg", false, out, sizeof(out)), "f.jpg");
+	ck_assert_int_eq(nopfs_meta_stat_path(&listed, "/a/f.jpg", true, &st), 0);
+	ck_assert_int_eq(st.st_size, 3);
+	ck_assert(S_ISREG(st.st_mode));
+	snprintf(expect, sizeof(expect), "errno %d", ENOTDIR);
+	ck_assert_str_eq(answer("/a/f.jpg/x", false, out, sizeof(out)), expect);
+	for (uint32_t e = 0; e < full.header->entry_count; e++) {
+		ck_assert_str_eq(nopfs_meta_name(&listed, listed.entries[e].name),
+		                 nopfs_meta_name(&full, full.entries[e].name));
+		ck_assert_int_eq(listed.entries[e].stat.error, full.entries[e].stat.error);
+		ck_assert_uint_eq(listed.entries[e].stat.mode, full.entries[e].stat.mode);
+		ck_assert_uint_eq(listed.entries[e].stat.size, full.entries[e].stat.size);
+		ck_assert_uint_eq(listed.entries[e].stat.ino, full.entries[e].stat.ino);
+		ck_assert_uint_eq(listed.entries[e].lstat.ino, full.entries[e].lstat.ino);
+	}
+	/* nothing left to make */
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 2, &made), NOPFS_OK);
+	ck_assert_uint_eq(made, 0);
+	/* a damaged buffer is refused, untouched */
+	((char *)listed_buffer)[listed_length - 1] ^= 1;
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 2, &made),
+	                 NOPFS_ERR_FORMAT);
+	view = full;
+	free(listed_buffer);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("meta");
@@ -314,6 +380,7 @@ int main(void)
 	tcase_add_test(tc, scan_and_resolve);
 	tcase_add_test(tc, changed_directories_pass);
 	tcase_add_test(tc, damaged_buffers_refused);
+	tcase_add_test(tc, listing_then_files);
 	suite_add_tcase(suite, tc);
 	tc = tcase_create("catalog");
 	tcase_add_test(tc, catalog_from_metadata);

@@ -11,7 +11,8 @@ unicode names, symlinks to files and directories inside and outside the
 tree, dangling symlinks, nested and empty directories, non-image files; plus
 a symlink cycle, a symlinked class and paths that fail with ENOENT and
 ENOTDIR), meta_build scans the tree's metadata into a private staging
-directory as an agent does, then meta_probe (stat, lstat, fstatat, statx,
+directory as an agent does (and, for the first trees, its listings alone,
+the files' stats left to the file system), then meta_probe (stat, lstat, fstatat, statx,
 access, faccessat, realpath, opendir/readdir/readdir64/readdir_r, seekdir,
 scandir, fdopendir) and this script's child (os.stat, os.lstat, os.access,
 os.listdir, os.scandir, os.walk, os.path.*, pathlib) run on every path with
@@ -179,6 +180,33 @@ def changed_directory(root, stage, meta_build, python, env):
     return True
 
 
+def remapped(root, stage, meta_build, python, env):
+    """Tasks started on the agent's listings (files' stats not yet made) pass
+    a file's stat to the file system, and map the whole metadata once the
+    agent has replaced the file: the same stat is then served."""
+    files = [os.path.join(root, b"remap-check.bin")]
+    with open(files[0], "wb") as f:
+        f.write(b"x" * 65)
+    run([meta_build, b"--listing", root, stage])
+    code = ("import os, sys, time; p = os.fsencode(sys.argv[1]); s = os.stat(p); "
+            "print(s.st_ino, s.st_size, s.st_mtime_ns, flush=True); sys.stdin.readline(); "
+            "time.sleep(1.2); s = os.stat(p); print(s.st_ino, s.st_size, s.st_mtime_ns)")
+    real = run([python, "-c", code.replace("sys.stdin.readline(); ", ""), files[0]])
+    child = subprocess.Popen([python, "-c", code, files[0]], env=env, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = child.stdout.readline()
+    run([meta_build, root, stage])
+    out, err = child.communicate(b"go\n", timeout=30)
+    counts = re.findall(rb"metadata calls into the dataset: (\d+) served, (\d+) passed", err)
+    if first + out != real or not counts or counts[-1] != (b"1", b"1"):
+        print(f"remapped metadata: {first + out!r} against {real!r}, counts {counts}, "
+              f"{err[-300:]!r}")
+        return False
+    print("a file's stat: passed with the listings, served from the whole metadata once it "
+          "replaced them")
+    return True
+
+
 def main():
     preload, meta_build, meta_probe = sys.argv[1:4]
     if not shutil.which("strace"):
@@ -217,6 +245,20 @@ def main():
                 if real != served:
                     failures += 1
                     print(f"tree {seed}: {what} differs at {first_difference(real, served)}")
+            if seed < 5:
+                # the listings alone (what tasks started early see first): files' stats pass
+                run([meta_build, b"--listing", root, stage])
+                for what, command in (("meta_probe", probe), ("python", python_child)):
+                    real = run(command)
+                    served = run(command, env)
+                    lines += real.count(b"\n")
+                    if real != served:
+                        failures += 1
+                        print(f"tree {seed}: {what} on the listings differs at "
+                              f"{first_difference(real, served)}")
+                if seed == 0:
+                    failures += not remapped(root, stage, meta_build, python, env)
+                run([meta_build, root, stage])
             if seed < 3:
                 with open(listing, "wb") as f:
                     f.write(b"\0".join(p for p in path_list(root) if servable(p)) + b"\0")
