@@ -32,11 +32,11 @@ enum agent_phase {
 /* The most the dataset's metadata may take (catalog/meta.h); beyond it, the PFS. */
 #define AGENT_META_BUDGET ((size_t)1 << 30)
 /*
- * Threads stating the dataset's files after its listings: few, so that the
- * ranks' own first reads (which meanwhile go to the PFS) are not queued
- * behind them at the metadata server.
+ * Threads stating the dataset's files after its listings, as many as the
+ * listing scan uses per directory: on a real metadata server each stat is a
+ * round trip, so fewer would make a large dataset's scan latency-bound.
  */
-#define AGENT_META_STAT_THREADS 4
+#define AGENT_META_STAT_THREADS 16
 /* How often the agent that scanned the metadata looks for changed directories. */
 #define AGENT_META_CHECK_MS 10000
 

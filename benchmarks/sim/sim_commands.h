@@ -45,6 +45,7 @@ struct sim_metadata_load {
 	double plain_rank_ops, plain_job_ops; /* PyTorch ImageFolder, every rank scanning */
 	double nopfs_rank_ops, nopfs_job_ops; /* nopfs: ranks none, node 0's agent one scan */
 	double plain_seconds, nopfs_seconds;  /* until the scan(s) are done */
+	double nopfs_early_seconds;           /* until the listings are (--nopfs-start=early) */
 };
 
 /* The metadata load and time of @ranks ranks starting a job (sim_metadata.c). */

@@ -6,11 +6,13 @@
  * class two stat-like calls, plus one for the root (31 opens, 62 getdents64
  * and 61 stats for 3,000 files in 30 classes, as strace shows); it stats no
  * sample. With nopfs the ranks make none: node 0's agent scans the dataset
- * once per job: the metadata the interposer serves (per directory an open
- * and its getdents64; per entry a statx, SCAN_THREADS of a directory's at
- * once; the root's lstat and stat), then the catalog (per directory an
- * open, an fstat and its getdents64; its samples' stats come from the
- * metadata).
+ * once per job: the listings the interposer serves (per directory an open
+ * and its getdents64; per entry that is not a regular file a statx,
+ * SCAN_THREADS of a directory's at once; the root's lstat and stat), then
+ * the files' stats (FILE_THREADS at once), then the catalog (per directory
+ * an open, an fstat and its getdents64; its samples' stats come from the
+ * metadata). Tasks started early (--nopfs-start=early) wait for the
+ * listings only; by default they wait for all of it.
  *
  * Time: one metadata server answers @rate operations a second, each after
  * @latency. A client waits for each call before the next (the scan's stats:
@@ -25,6 +27,17 @@
 #include "sim_commands.h"
 
 #define SCAN_THREADS 16.0 /* lib/catalog/meta_scan.c's STAT_THREADS */
+#define FILE_THREADS 16.0 /* agent/agent.h's AGENT_META_STAT_THREADS */
+
+/* Seconds for @count calls, @at_once at a time, each @per_op, at most @rate a second. */
+static double parallel_seconds(double count, double at_once, double per_op, double rate)
+{
+	double seconds = count * per_op / (at_once < 1 ? 1 : at_once);
+
+	if (rate > 0 && count / rate > seconds)
+		seconds = count / rate;
+	return seconds;
+}
 
 /* getdents64 calls to list @entries names: 32 KiB buffers, ~48 bytes a name, one empty call. */
 static double getdents_calls(double entries)
@@ -43,20 +56,20 @@ void sim_metadata_model(const struct sim_metadata_options *o, uint64_t ranks,
 	out->plain_rank_ops = (dirs + 1) + listing + (2 * dirs + 1);
 	out->plain_job_ops = out->plain_rank_ops * (double)ranks;
 	out->nopfs_rank_ops = 0;
-	double stats = files + dirs, at_once = per_dir < SCAN_THREADS ? per_dir : SCAN_THREADS;
-	double stat_seconds;
+	double catalog = (dirs + 1) * 2 + listing;
 
-	if (at_once < 1)
-		at_once = 1;
-	out->nopfs_job_ops = ((dirs + 1) * 2 + listing)            /* catalog */
-	                     + ((dirs + 1) + listing) + stats + 2; /* metadata */
+	out->nopfs_job_ops = catalog                                        /* catalog */
+	                     + ((dirs + 1) + listing) + (dirs + 2) + files; /* metadata */
 	out->plain_seconds = out->plain_rank_ops * per_op;
 	if (o->rate > 0 && out->plain_job_ops / o->rate > out->plain_seconds)
 		out->plain_seconds = out->plain_job_ops / o->rate;
-	stat_seconds = stats * per_op / at_once;
-	if (o->rate > 0 && stats / o->rate > stat_seconds)
-		stat_seconds = stats / o->rate;
-	out->nopfs_seconds = (out->nopfs_job_ops - stats) * per_op + stat_seconds;
+	/* the listings: the directories' stats, SCAN_THREADS of the root's at once */
+	out->nopfs_early_seconds =
+	        ((dirs + 1) + listing + 2) * per_op +
+	        parallel_seconds(dirs, dirs < SCAN_THREADS ? dirs : SCAN_THREADS, per_op, o->rate);
+	out->nopfs_seconds = out->nopfs_early_seconds +
+	                     parallel_seconds(files, FILE_THREADS, per_op, o->rate) +
+	                     catalog * per_op;
 }
 
 nopfs_status sim_metadata_run(const struct sim_metadata_options *o)
@@ -68,16 +81,16 @@ nopfs_status sim_metadata_run(const struct sim_metadata_options *o)
 	printf("Job-start metadata load: %llu files in %llu directories, one metadata server "
 	       "(%g ops/s, %g ms each)\n",
 	       (unsigned long long)o->files, (unsigned long long)o->dirs, o->rate, o->latency_ms);
-	printf("  %8s %16s %16s %14s %14s\n", "ranks", "plain ops", "nopfs ops", "plain s",
-	       "nopfs s");
+	printf("  %8s %16s %16s %12s %12s %12s\n", "ranks", "plain ops", "nopfs ops", "plain s",
+	       "nopfs s", "early s");
 	for (size_t i = 0; i <= sizeof(rank_counts) / sizeof(rank_counts[0]); i++) {
 		uint64_t r =
 		        i < sizeof(rank_counts) / sizeof(rank_counts[0]) ? rank_counts[i] : ranks;
 
 		sim_metadata_model(o, r, &load);
-		printf("  %8llu %16.0f %16.0f %14.1f %14.1f%s\n", (unsigned long long)r,
+		printf("  %8llu %16.0f %16.0f %12.1f %12.1f %12.1f%s\n", (unsigned long long)r,
 		       load.plain_job_ops, load.nopfs_job_ops, load.plain_seconds,
-		       load.nopfs_seconds,
+		       load.nopfs_seconds, load.nopfs_early_seconds,
 		       i == sizeof(rank_counts) / sizeof(rank_counts[0])
 		               ? "  (--nodes x --ranks-per-node)"
 		               : "");
@@ -88,5 +101,8 @@ nopfs_status sim_metadata_run(const struct sim_metadata_options *o)
 	       load.plain_rank_ops, load.nopfs_job_ops);
 	printf("  nopfs sends fewer metadata operations from %llu ranks on\n",
 	       (unsigned long long)crossover);
+	printf("  seconds until the ranks have the dataset's listings: plain (every rank scans), "
+	       "nopfs (node 0's whole scan: the default start), early (its listings: "
+	       "--nopfs-start=early)\n");
 	return NOPFS_OK;
 }

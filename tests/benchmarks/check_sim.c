@@ -440,8 +440,11 @@ START_TEST(metadata_load_by_hand)
 	ck_assert(close_to(one.plain_rank_ops, 31 + 62 + 61));
 	/* nopfs: catalog 31 x (open + fstat) + 62 getdents; metadata 31 + 62 + 3030 + 2 */
 	ck_assert(close_to(one.nopfs_job_ops, 62 + 62 + 31 + 62 + 3030 + 2));
-	/* its 3,030 stats 16 at once, bound by the server's rate; the rest 2 ms each */
+	/* its 3,030 stats (30 directories and 3,000 files, 16 at once) bound by the
+	 * server's rate; the rest 2 ms each */
 	ck_assert(close_to(one.nopfs_seconds, 219 * 0.002 + 3030 / 1000.0));
+	/* early start: the listings only, 31 opens, 62 getdents, 2 root stats, 30 class stats */
+	ck_assert(close_to(one.nopfs_early_seconds, 95 * 0.002 + 30 / 1000.0));
 	ck_assert(close_to(one.nopfs_rank_ops, 0));
 	/* One rank alone: each call waits for the last, 2 ms each. */
 	ck_assert(close_to(one.plain_seconds, 154 * 0.002));
@@ -452,6 +455,7 @@ START_TEST(metadata_load_by_hand)
 	ck_assert(close_to(many.plain_job_ops, 4096 * 154));
 	ck_assert(close_to(six.nopfs_job_ops, many.nopfs_job_ops));
 	ck_assert(close_to(six.nopfs_seconds, many.nopfs_seconds));
+	ck_assert(close_to(six.nopfs_early_seconds, many.nopfs_early_seconds));
 	/* 4,096 ranks: the server's rate bounds them. */
 	ck_assert(close_to(many.plain_seconds, 4096 * 154 / 1000.0));
 }
