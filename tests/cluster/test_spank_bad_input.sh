@@ -58,6 +58,8 @@ expect_fail "conflicts with --nopfs-shuffle=no" srun -N1 "$D" --nopfs-seed=1 --n
 expect_fail "needs --nopfs-dataset" srun -N1 --nopfs-epochs=3 true
 expect_fail "accepted: yes or no" srun -N1 "$D" --nopfs-preload=maybe true
 expect_fail "SLURM_NOPFS_PLAN=later: accepted: yes or no" env SLURM_NOPFS_PLAN=later srun -N1 "$D" true
+expect_fail "--nopfs-start=soon: accepted: ready or early" srun -N1 "$D" --nopfs-start=soon true
+expect_fail "SLURM_NOPFS_START=now: accepted: ready or early" env SLURM_NOPFS_START=now srun -N1 "$D" true
 expect_fail "cannot read the list file" srun -N1 "$D" --nopfs-index=list:"$WORK/missing.txt" true
 expect_fail "SLURM_NOPFS_EPOCHS=0: not an epoch count" env SLURM_NOPFS_EPOCHS=0 srun -N1 "$D" true
 expect_fail "not a seed" sbatch -N1 "$D" --nopfs-seed=1x --wrap true

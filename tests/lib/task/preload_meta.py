@@ -180,6 +180,20 @@ def changed_directory(root, stage, meta_build, python, env):
     return True
 
 
+def compare(commands, env, what):
+    """Run each (name, command) without and with the interposer: (lines
+    compared, commands whose outputs differ)."""
+    lines = failures = 0
+    for name, command in commands:
+        real = run(command)
+        served = run(command, env)
+        lines += real.count(b"\n")
+        if real != served:
+            failures += 1
+            print(f"{what}: {name} differs at {first_difference(real, served)}")
+    return lines, failures
+
+
 def remapped(root, stage, meta_build, python, env):
     """Tasks started on the agent's listings (files' stats not yet made) pass
     a file's stat to the file system, and map the whole metadata once the
@@ -238,24 +252,16 @@ def main():
                        NOPFS_STAGE_DIR=stage, NOPFS_DEBUG="1")
             env.pop("NOPFS_SOCKET", None)
             env.pop("NOPFS_DISABLE", None)
-            for what, command in (("meta_probe", probe), ("python", python_child)):
-                real = run(command)
-                served = run(command, env)
-                lines += real.count(b"\n")
-                if real != served:
-                    failures += 1
-                    print(f"tree {seed}: {what} differs at {first_difference(real, served)}")
+            commands = (("meta_probe", probe), ("python", python_child))
+            compared, failed = compare(commands, env, f"tree {seed}")
+            lines += compared
+            failures += failed
             if seed < 5:
                 # the listings alone (what tasks started early see first): files' stats pass
                 run([meta_build, b"--listing", root, stage])
-                for what, command in (("meta_probe", probe), ("python", python_child)):
-                    real = run(command)
-                    served = run(command, env)
-                    lines += real.count(b"\n")
-                    if real != served:
-                        failures += 1
-                        print(f"tree {seed}: {what} on the listings differs at "
-                              f"{first_difference(real, served)}")
+                compared, failed = compare(commands, env, f"tree {seed} on the listings")
+                lines += compared
+                failures += failed
                 if seed == 0:
                     failures += not remapped(root, stage, meta_build, python, env)
                 run([meta_build, root, stage])
