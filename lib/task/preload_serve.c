@@ -101,8 +101,8 @@ static struct {
 	struct nopfs_meta_view views[META_GENERATIONS];
 	unsigned int generations;
 	const struct nopfs_meta_view *current; /* atomic */
-	ino_t inode;
-	int64_t checked_ms; /* atomic: when the file was last seen there */
+	ino_t inode;                           /* atomic: of the file mapped last */
+	int64_t checked_ms;                    /* atomic: when the file was last seen there */
 } meta = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static int warned_meta;
 
@@ -552,8 +552,8 @@ static int load_meta(struct nopfs_meta_view *view)
 		return -1;
 	}
 	view->changed = changed;
-	meta.inode = st.st_ino;
-	meta.checked_ms = nopfs_clock_now_ms();
+	__atomic_store_n(&meta.inode, st.st_ino, __ATOMIC_RELAXED);
+	__atomic_store_n(&meta.checked_ms, nopfs_clock_now_ms(), __ATOMIC_RELAXED);
 	debug_log("metadata: %" PRIu32 " directories, %" PRIu32 " entries", view->header->dir_count,
 	          view->header->entry_count);
 	return 1;
@@ -604,7 +604,7 @@ static bool meta_still_there(void)
 		return true;
 	if (stage_dir_usable() &&
 	    fstatat(stage.fd, NOPFS_STAGE_META_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    st.st_ino == meta.inode) {
+	    st.st_ino == __atomic_load_n(&meta.inode, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&meta.checked_ms, now, __ATOMIC_RELAXED);
 		return true;
 	}
