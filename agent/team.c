@@ -377,7 +377,9 @@ static nopfs_status receive_catalog(struct agent *agent, const char *announced,
 /*
  * The listings first, for the ranks (which may start on them: --start=early):
  * node 0 scans them and shares them through the exchange, every node gives
- * them to its tasks. Without a share directory every node scans them.
+ * them to its tasks. Without a share directory every node scans them; with
+ * one, a node 0 that shared none (it logged why) leaves the others' ranks
+ * to the PFS until the whole metadata comes with the catalog.
  */
 static nopfs_status team_listing(struct agent *agent)
 {
@@ -402,11 +404,10 @@ static nopfs_status team_listing(struct agent *agent)
 		if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0') {
 			nopfs_error("node 0's metadata announcement is malformed");
 			status = NOPFS_ERR_FORMAT;
-		} else if (((char *)records[0])[0] == '\0') {
-			if (agent->options.share_dir[0] == '\0')
-				nopfs_warning("no --share-dir: this node scans the dataset itself");
+		} else if (((char *)records[0])[0] == '\0' && agent->options.share_dir[0] == '\0') {
+			nopfs_warning("no --share-dir: this node scans the dataset itself");
 			scan_listing(agent);
-		} else {
+		} else if (((char *)records[0])[0] != '\0') {
 			receive_metadata(agent, records[0]);
 		}
 	}

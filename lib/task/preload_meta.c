@@ -122,7 +122,8 @@ static bool lookup(int dirfd, const char *path, bool follow, struct lookup *l)
 	char rest[PATH_MAX];
 
 	/* the path first: only a call into the dataset may wait for the metadata */
-	if (!nopfs_preload_in_dataset(dirfd, path, rest, sizeof(rest)))
+	if (nopfs_preload_meta_absent() ||
+	    !nopfs_preload_in_dataset(dirfd, path, rest, sizeof(rest)))
 		return false;
 	l->view = nopfs_preload_meta();
 	if (!l->view)
@@ -938,7 +939,8 @@ static bool scandir_is_ours(const char *path, struct lookup *l)
 
 	if (!nopfs_preload_busy && path) {
 		nopfs_preload_busy = 1;
-		ours = nopfs_preload_in_dataset(AT_FDCWD, path, l->absolute, sizeof(l->absolute)) &&
+		ours = !nopfs_preload_meta_absent() &&
+		       nopfs_preload_in_dataset(AT_FDCWD, path, l->absolute, sizeof(l->absolute)) &&
 		       nopfs_preload_meta();
 		nopfs_preload_busy = 0;
 	}

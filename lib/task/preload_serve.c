@@ -101,8 +101,9 @@ static struct {
 	struct nopfs_meta_view views[META_GENERATIONS];
 	unsigned int generations;
 	const struct nopfs_meta_view *current; /* atomic */
-	ino_t inode;                           /* atomic: of the file mapped last */
-	int64_t checked_ms;                    /* atomic: when the file was last seen there */
+	bool waited;        /* the first look waited (up to config.meta_wait_ms) for it */
+	ino_t inode;        /* atomic: of the file mapped last */
+	int64_t checked_ms; /* atomic: when the file was last seen there */
 } meta = { .lock = PTHREAD_MUTEX_INITIALIZER };
 static int warned_meta;
 
@@ -566,7 +567,8 @@ static int load_meta(struct nopfs_meta_view *view)
  */
 static int map_meta(void)
 {
-	int64_t deadline = nopfs_clock_now_ms() + config.meta_wait_ms;
+	int wait_ms = meta.waited ? 0 : config.meta_wait_ms;
+	int64_t deadline = nopfs_clock_now_ms() + wait_ms;
 	struct nopfs_meta_view *view;
 	int state;
 
@@ -577,12 +579,12 @@ static int map_meta(void)
 		struct timespec pause = { 0, 10 * 1000 * 1000 };
 
 		state = load_meta(view);
-		if (state == 1 || !config.meta_wait_ms || agent_serves() ||
-		    nopfs_clock_now_ms() >= deadline || !stage_dir_usable())
+		if (state == 1 || !wait_ms || agent_serves() || nopfs_clock_now_ms() >= deadline ||
+		    !stage_dir_usable())
 			break;
 		nanosleep(&pause, NULL);
 	}
-	config.meta_wait_ms = 0; /* waited once, at the first call */
+	meta.waited = true; /* once, at the first look */
 	if (state != 1)
 		return -1;
 	meta.generations++;
@@ -623,6 +625,12 @@ static bool meta_still_there(void)
 	pthread_mutex_unlock(&meta.lock);
 	pthread_setcancelstate(cancel_state, NULL);
 	return state == 1;
+}
+
+bool nopfs_preload_meta_absent(void)
+{
+	pthread_once(&config_once, config_init);
+	return !config.enabled || __atomic_load_n(&meta.state, __ATOMIC_ACQUIRE) == -1;
 }
 
 const struct nopfs_meta_view *nopfs_preload_meta(void)

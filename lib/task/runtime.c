@@ -287,30 +287,30 @@ int32_t nopfs_env_rank(void)
 	return rank;
 }
 
+/* $@name as a number in @min..@max into *@value: 1, 0 when not valid, -1 when unset. */
+static int env_number(const char *name, long min, long max, long *value)
+{
+	const char *text = getenv(name);
+	int saved_errno = errno;
+	bool valid = text && parse_number(text, min, max, value);
+
+	errno = saved_errno;
+	return valid ? 1 : text ? 0 : -1;
+}
+
 int nopfs_env_timeout_ms(bool *invalid)
 {
-	const char *text = getenv(NOPFS_ENV_TIMEOUT_MS);
-	int saved_errno = errno;
-	int timeout = NOPFS_DEFAULT_TIMEOUT_MS;
 	long value;
+	int found = env_number(NOPFS_ENV_TIMEOUT_MS, 1, 3600000, &value);
 
 	if (invalid)
-		*invalid = false;
-	if (text && parse_number(text, 1, 3600000, &value))
-		timeout = (int)value;
-	else if (text && invalid)
-		*invalid = true;
-	errno = saved_errno;
-	return timeout;
+		*invalid = found == 0;
+	return found == 1 ? (int)value : NOPFS_DEFAULT_TIMEOUT_MS;
 }
 
 int nopfs_env_meta_wait_ms(void)
 {
-	const char *text = getenv(NOPFS_ENV_META_WAIT);
-	int saved_errno = errno;
 	long value;
-	bool valid = text && parse_number(text, 0, 3600, &value);
 
-	errno = saved_errno;
-	return valid ? (int)value * 1000 : 0;
+	return env_number(NOPFS_ENV_META_WAIT, 0, 3600, &value) == 1 ? (int)value * 1000 : 0;
 }
