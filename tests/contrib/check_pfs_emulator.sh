@@ -641,8 +641,11 @@ if [ "$(stat_field min bytes)" != $((mib20 / 2)) ] || [ "$(stat_field max bytes)
 	fail "per-client bytes: min $(stat_field min bytes), max $(stat_field max bytes)"
 fi
 in_range "$one_ms" 800 1600 || fail "one client: 20 MiB in $one_ms ms, want 800-1600"
-in_range $((two_ms * 100 / one_ms)) 75 135 ||
-	fail "two clients of 10 MiB took ${two_ms} ms, one of 20 MiB ${one_ms} ms: not shared"
+# Shared, the 20 MiB of both take about 1000 ms, as one client's do; each
+# at its own 20 MiB/s, they would take 500 ms. Measured against the nominal
+# time, not the one client's: a busy machine slows either read alone.
+in_range "$two_ms" 800 1600 ||
+	fail "two clients of 10 MiB took ${two_ms} ms, want 800-1600 (shared 20 MiB/s; one client of 20 MiB: ${one_ms} ms)"
 
 # Interpolation: with 40 MiB/s at two clients, two readers of 10 MiB take
 # about half a second.
