@@ -32,9 +32,11 @@ enum agent_phase {
 /* The most the dataset's metadata may take (catalog/meta.h); beyond it, the PFS. */
 #define AGENT_META_BUDGET ((size_t)1 << 30)
 /*
- * Threads stating the dataset's files after its listings, as many as the
- * listing scan uses per directory: on a real metadata server each stat is a
- * round trip, so fewer would make a large dataset's scan latency-bound.
+ * The most threads stating the dataset's files after its listings, as many
+ * as the listing scan uses per directory: on a real metadata server each
+ * stat is a round trip, so fewer would make a large dataset's scan
+ * latency-bound. They are paced (common/pace.h): on a saturated server,
+ * a few run, which scan as fast and leave the ranks' calls a short queue.
  */
 #define AGENT_META_STAT_THREADS 16
 /* How often the agent that scanned the metadata looks for changed directories. */

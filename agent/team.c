@@ -104,13 +104,16 @@ static void scan_listing(struct agent *agent)
 static void stat_files(struct agent *agent)
 {
 	uint64_t start = nopfs_clock_now_ms(), made;
+	unsigned int most;
 
 	if (!agent->meta || !agent->meta_scanned ||
-	    nopfs_meta_stat_files(agent->meta, agent->meta_length, AGENT_META_STAT_THREADS,
-	                          &made) != NOPFS_OK)
+	    nopfs_meta_stat_files(agent->meta, agent->meta_length, AGENT_META_STAT_THREADS, &made,
+	                          &most) != NOPFS_OK)
 		return; /* stopped: the catalog gives up too */
-	nopfs_info("metadata: %" PRIu64 " files stat'd in %.2f s", made,
-	           (double)(nopfs_clock_now_ms() - start) / 1000.0);
+	nopfs_info("metadata: %" PRIu64 " files stat'd in %.2f s, at most %u at once (paced to "
+	           "the PFS's metadata server, up to %u)",
+	           made, (double)(nopfs_clock_now_ms() - start) / 1000.0, most,
+	           AGENT_META_STAT_THREADS);
 }
 
 /*

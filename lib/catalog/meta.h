@@ -130,14 +130,16 @@ nopfs_status nopfs_meta_scan_listing(const char *root, size_t budget, void **buf
 
 /*
  * Make the stats a listing-only scan left unknown in @buffer (@length bytes,
- * checked by nopfs_meta_view_init()), in place, on @threads threads, and
- * update its checksum; *@made: how many entries were stat'd. The buffer
+ * checked by nopfs_meta_view_init()), in place, on up to @threads threads
+ * paced against the metadata server (as many as make it answer more: see
+ * common/pace.h), and update its checksum; *@made: how many entries were
+ * stat'd; *@most (if not NULL): the most threads that ran at once. The buffer
  * then answers as nopfs_meta_scan()'s does. NOPFS_ERR_CANCELED when a stop
  * was requested (the buffer is then left with some stats unknown and a
  * valid checksum); NOPFS_ERR_FORMAT when @buffer is not valid metadata.
  */
 nopfs_status nopfs_meta_stat_files(void *buffer, size_t length, unsigned int threads,
-                                   uint64_t *made);
+                                   uint64_t *made, unsigned int *most);
 
 /*
  * Check @length bytes at @data (any alignment of 8 bytes) and set @view up:

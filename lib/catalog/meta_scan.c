@@ -6,9 +6,11 @@
 #include "config.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,8 @@
 #include "meta.h"
 #include "common/cancel.h"
 #include "common/log.h"
+#include "common/clock.h"
+#include "common/pace.h"
 #include "common/parallel.h"
 
 uint32_t nopfs_meta_layout(void);
@@ -502,80 +506,235 @@ nopfs_status nopfs_meta_scan_listing(const char *root, size_t budget, void **buf
 	return meta_scan(root, budget, true, buffer, length);
 }
 
-/* The entries of the directories [begin, end) whose stats are unknown. */
-struct files_job {
-	const struct nopfs_meta_view *view;
-	struct nopfs_meta_entry *entries;
-	uint32_t begin, end;
-	uint64_t made;
+/*
+ * The stats of the files a listing left unknown, on workers paced against
+ * the PFS's metadata server (common/pace.h): a unit of work is up to
+ * UNIT_ENTRIES entries of one directory, taken in turn by the active
+ * workers; the others wait. On a server that answers more when asked more
+ * at once, all the workers run; on a saturated one, a few, which scan as
+ * fast and leave the server's queue to the ranks' own calls.
+ */
+#define FILES_THREADS_MAX 64
+#define FILES_THREADS_MIN 2
+#define UNIT_ENTRIES      256
+#define PACE_INTERVAL_NS  250000000u /* between the controller's looks */
+#define IDLE_NS           2000000u   /* a worker beyond the active ones sleeps this long */
+
+struct files_unit {
+	uint32_t dir, first, end; /* entries [first, end) of directory dir */
 };
 
-static void files_job_run(void *arg)
+struct files_work {
+	const struct nopfs_meta_view *view;
+	struct nopfs_meta_entry *entries;
+	struct files_unit *units;
+	uint32_t unit_count;
+	unsigned int workers;
+	_Atomic uint32_t next_unit;
+	_Atomic unsigned int active;
+	_Atomic unsigned int running; /* workers not yet done */
+	_Atomic uint64_t made;        /* stats made */
+	_Atomic uint64_t latency_ns;  /* their latencies, summed */
+};
+
+static void sleep_ns(uint64_t ns)
 {
-	struct files_job *job = arg;
-	const struct nopfs_meta_view *view = job->view;
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+		               .tv_nsec = (long)(ns % 1000000000u) };
 
-	for (uint32_t d = job->begin; d < job->end; d++) {
-		const struct nopfs_meta_dir *dir = &view->dirs[d];
-		int fd = -1;
+	nanosleep(&ts, NULL);
+}
 
-		for (uint32_t i = dir->first; dir->listed && i < dir->first + dir->count; i++) {
-			struct nopfs_meta_entry *e = &job->entries[i];
+/* Stat the unknown entries of @unit; @fd/@fd_dir: the worker's open directory. */
+static void files_unit_run(struct files_work *work, const struct files_unit *unit, int *fd,
+                           uint32_t *fd_dir)
+{
+	const struct nopfs_meta_view *view = work->view;
+	const struct nopfs_meta_dir *dir = &view->dirs[unit->dir];
 
-			if (e->lstat.error != NOPFS_META_UNKNOWN &&
-			    e->stat.error != NOPFS_META_UNKNOWN)
-				continue;
-			if (nopfs_stop_requested())
-				break;
-			if (fd < 0)
-				fd = open(nopfs_meta_name(view, dir->realpath),
-				          O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (fd < 0)
-				break; /* gone: its files' stats stay unknown, the PFS answers */
-			stat_entry(fd, nopfs_meta_name(view, e->name), e);
-			job->made++;
-		}
-		if (fd >= 0)
-			close(fd);
+	for (uint32_t i = unit->first; i < unit->end; i++) {
+		struct nopfs_meta_entry *e = &work->entries[i];
+		uint64_t start;
+
+		if (e->lstat.error != NOPFS_META_UNKNOWN && e->stat.error != NOPFS_META_UNKNOWN)
+			continue;
 		if (nopfs_stop_requested())
 			return;
+		if (*fd < 0 || *fd_dir != unit->dir) {
+			if (*fd >= 0)
+				close(*fd);
+			*fd_dir = unit->dir;
+			*fd = open(nopfs_meta_name(view, dir->realpath),
+			           O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		}
+		if (*fd < 0)
+			return; /* gone: its files' stats stay unknown, the PFS answers */
+		start = nopfs_clock_now_ns();
+		stat_entry(*fd, nopfs_meta_name(view, e->name), e);
+		atomic_fetch_add(&work->latency_ns, nopfs_clock_now_ns() - start);
+		atomic_fetch_add(&work->made, 1);
 	}
 }
 
-#define FILES_THREADS_MAX 64
+struct files_worker {
+	struct files_work *work;
+	unsigned int index; /* from 1 */
+	pthread_t thread;
+};
+
+static void files_work_run(struct files_work *work, unsigned int index)
+{
+	uint32_t fd_dir = 0;
+	int fd = -1;
+
+	while (!nopfs_stop_requested()) {
+		uint32_t u;
+
+		if (index > atomic_load(&work->active)) {
+			if (atomic_load(&work->next_unit) >= work->unit_count)
+				break; /* nothing left for it */
+			sleep_ns(IDLE_NS);
+			continue;
+		}
+		u = atomic_fetch_add(&work->next_unit, 1);
+		if (u >= work->unit_count)
+			break;
+		files_unit_run(work, &work->units[u], &fd, &fd_dir);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static void *files_worker_main(void *arg)
+{
+	struct files_worker *worker = arg;
+
+	files_work_run(worker->work, worker->index);
+	atomic_fetch_sub(&worker->work->running, 1);
+	return NULL;
+}
+
+/* Every PACE_INTERVAL_NS, the workers for the next interval, until all are done. */
+static void files_controller(struct files_work *work)
+{
+	struct nopfs_pace pace;
+	uint64_t last_made = 0, last_latency = 0, next = nopfs_clock_now_ns() + PACE_INTERVAL_NS;
+
+	nopfs_pace_init(&pace, atomic_load(&work->active), work->workers);
+	atomic_store(&work->active, pace.active);
+	while (atomic_load(&work->running) > 0) {
+		uint64_t now = nopfs_clock_now_ns(), made, latency;
+
+		if (now < next) {
+			/* short sleeps: a small scan ends without waiting out an interval */
+			sleep_ns(next - now < IDLE_NS ? next - now : IDLE_NS);
+			continue;
+		}
+		next = now + PACE_INTERVAL_NS;
+		made = atomic_load(&work->made);
+		latency = atomic_load(&work->latency_ns);
+		atomic_store(&work->active,
+		             nopfs_pace_update(&pace, made - last_made, latency - last_latency));
+		last_made = made;
+		last_latency = latency;
+	}
+	work->workers = pace.peak; /* what the caller reports */
+}
+
+/* The units of work: the listed directories' entries, UNIT_ENTRIES at a time. */
+static struct files_unit *files_units(const struct nopfs_meta_view *view, uint32_t *count)
+{
+	struct files_unit *units;
+	uint64_t n = 0;
+
+	for (uint32_t d = 0; d < view->header->dir_count; d++)
+		if (view->dirs[d].listed)
+			n += (view->dirs[d].count + UNIT_ENTRIES - 1) / UNIT_ENTRIES;
+	*count = 0;
+	units = malloc((n ? n : 1) * sizeof(*units));
+	if (!units)
+		return NULL;
+	for (uint32_t d = 0; d < view->header->dir_count; d++) {
+		const struct nopfs_meta_dir *dir = &view->dirs[d];
+
+		for (uint32_t at = 0; dir->listed && at < dir->count; at += UNIT_ENTRIES) {
+			uint32_t left = dir->count - at;
+
+			units[(*count)++] = (struct files_unit){
+				.dir = d,
+				.first = dir->first + at,
+				.end = dir->first + at +
+				       (left < UNIT_ENTRIES ? left : UNIT_ENTRIES),
+			};
+		}
+	}
+	return units;
+}
+
+/*
+ * Run @work on up to work->workers threads, paced by this one; on none if
+ * none can be started (then this thread does the work, unpaced).
+ */
+static void files_run(struct files_work *work)
+{
+	struct files_worker workers[FILES_THREADS_MAX];
+	unsigned int started = 0;
+
+	atomic_init(&work->running, work->workers);
+	for (unsigned int t = 0; t < work->workers; t++) {
+		workers[t] = (struct files_worker){ .work = work, .index = t + 1 };
+		if (pthread_create(&workers[t].thread, NULL, files_worker_main, &workers[t]) != 0)
+			break;
+		started++;
+	}
+	atomic_fetch_sub(&work->running, work->workers - started);
+	if (started == 0) {
+		work->workers = 1;
+		atomic_store(&work->active, 1);
+		files_work_run(work, 1);
+	} else {
+		work->workers = started;
+		if (atomic_load(&work->active) > started)
+			atomic_store(&work->active, started);
+		files_controller(work);
+	}
+	for (unsigned int t = 0; t < started; t++)
+		pthread_join(workers[t].thread, NULL);
+}
 
 nopfs_status nopfs_meta_stat_files(void *buffer, size_t length, unsigned int threads,
-                                   uint64_t *made)
+                                   uint64_t *made, unsigned int *most)
 {
 	struct nopfs_meta_header *header = buffer;
-	struct files_job jobs[FILES_THREADS_MAX];
+	struct files_work work = { 0 };
 	struct nopfs_meta_view view;
 	const char *why;
-	uint32_t per;
 
 	*made = 0;
+	if (most)
+		*most = 0;
 	if (nopfs_meta_view_init(&view, buffer, length, &why) != NOPFS_OK)
 		return NOPFS_ERR_FORMAT;
-	if (threads < 1)
-		threads = 1;
-	if (threads > FILES_THREADS_MAX)
-		threads = FILES_THREADS_MAX;
-	if (threads > view.header->dir_count)
-		threads = view.header->dir_count;
-	per = (view.header->dir_count + threads - 1) / threads;
-	for (unsigned int t = 0; t < threads; t++) {
-		uint32_t begin = t * per, end = begin + per;
-
-		jobs[t] = (struct files_job){
-			.view = &view,
-			.entries = (struct nopfs_meta_entry *)view.entries,
-			.begin = begin < view.header->dir_count ? begin : view.header->dir_count,
-			.end = end < view.header->dir_count ? end : view.header->dir_count,
-		};
+	work.view = &view;
+	work.entries = (struct nopfs_meta_entry *)view.entries;
+	work.units = files_units(&view, &work.unit_count);
+	if (!work.units) {
+		nopfs_error("out of memory for the work of stating the dataset's files");
+		return NOPFS_ERR_NOMEM;
 	}
-	nopfs_parallel_run(files_job_run, jobs, sizeof(jobs[0]), threads);
-	for (unsigned int t = 0; t < threads; t++)
-		*made += jobs[t].made;
+	work.workers = threads < 1 ? 1 : threads > FILES_THREADS_MAX ? FILES_THREADS_MAX : threads;
+	if (work.workers > work.unit_count)
+		work.workers = work.unit_count ? work.unit_count : 1;
+	atomic_init(&work.next_unit, 0);
+	atomic_init(&work.active,
+	            work.workers < FILES_THREADS_MIN ? work.workers : FILES_THREADS_MIN);
+	atomic_init(&work.made, 0);
+	atomic_init(&work.latency_ns, 0);
+	files_run(&work);
+	free(work.units);
+	*made = atomic_load(&work.made);
+	if (most)
+		*most = work.workers;
 	header->checksum = nopfs_meta_checksum((uint8_t *)buffer + sizeof(*header),
 	                                       header->length - sizeof(*header));
 	return nopfs_stop_requested() ? NOPFS_ERR_CANCELED : NOPFS_OK;

@@ -1,7 +1,7 @@
 # lib/common: status codes, the log, CRC32C, units, clocks, command-line option
 # tables, directories, whole-file reads, whole-buffer reads and writes,
-# atomic file replacement, fork-join, private places in shared directories,
-# the job's token.
+# atomic file replacement, fork-join, pacing work against a shared server,
+# private places in shared directories, the job's token.
 
 lib_libnopfs_core_la_SOURCES += \
 	lib/common/status.c \
@@ -25,6 +25,8 @@ lib_libnopfs_core_la_SOURCES += \
 	lib/common/optable.h \
 	lib/common/parallel.c \
 	lib/common/parallel.h \
+	lib/common/pace.c \
+	lib/common/pace.h \
 	lib/common/private.c \
 	lib/common/private.h \
 	lib/common/token.c \

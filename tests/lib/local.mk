@@ -11,6 +11,7 @@ check_PROGRAMS += \
 	tests/lib/common/check_private \
 	tests/lib/common/check_log \
 	tests/lib/common/check_optable \
+	tests/lib/common/check_pace \
 	tests/lib/catalog/check_catalog \
 	tests/lib/catalog/check_catalog_cache \
 	tests/lib/catalog/check_meta \
@@ -41,6 +42,10 @@ tests_lib_common_check_atomic_file_SOURCES = tests/lib/common/check_atomic_file.
 tests_lib_common_check_atomic_file_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_atomic_file_CFLAGS = $(UNIT_TEST_FLAGS)
 tests_lib_common_check_atomic_file_LDADD = $(UNIT_TEST_LIBS)
+tests_lib_common_check_pace_SOURCES = tests/lib/common/check_pace.c
+tests_lib_common_check_pace_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
+tests_lib_common_check_pace_CFLAGS = $(UNIT_TEST_FLAGS)
+tests_lib_common_check_pace_LDADD = $(UNIT_TEST_LIBS)
 tests_lib_common_check_clock_SOURCES = tests/lib/common/check_clock.c
 tests_lib_common_check_clock_CPPFLAGS = $(UNIT_TEST_CPPFLAGS)
 tests_lib_common_check_clock_CFLAGS = $(UNIT_TEST_FLAGS)
@@ -128,6 +133,7 @@ TESTS += \
 	tests/lib/common/check_private \
 	tests/lib/common/check_log \
 	tests/lib/common/check_optable \
+	tests/lib/common/check_pace \
 	tests/lib/plan/check_layout \
 	tests/lib/plan/check_model \
 	tests/lib/plan/check_placement \

@@ -314,6 +314,7 @@ START_TEST(listing_then_files)
 	char out[128], expect[32];
 	const char *why;
 	uint64_t made = 0;
+	unsigned int most = 0;
 	size_t listed_length;
 	void *listed_buffer;
 	struct stat st;
@@ -338,7 +339,8 @@ START_TEST(listing_then_files)
 	ck_assert(S_ISDIR(st.st_mode));
 
 	/* f.jpg, listed in a and again through link: one stat for each entry */
-	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 3, &made), NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 3, &made, NULL),
+	                 NOPFS_OK);
 	ck_assert_uint_eq(made, 2);
 	ck_assert_int_eq(nopfs_meta_view_init(&listed, listed_buffer, listed_length, &why),
 	                 NOPFS_OK);
@@ -358,14 +360,77 @@ START_TEST(listing_then_files)
 		ck_assert_uint_eq(listed.entries[e].lstat.ino, full.entries[e].lstat.ino);
 	}
 	/* nothing left to make */
-	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 2, &made), NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 2, &made, &most),
+	                 NOPFS_OK);
 	ck_assert_uint_eq(made, 0);
 	/* a damaged buffer is refused, untouched */
 	((char *)listed_buffer)[listed_length - 1] ^= 1;
-	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 2, &made),
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 2, &made, &most),
 	                 NOPFS_ERR_FORMAT);
 	view = full;
 	free(listed_buffer);
+}
+END_TEST
+
+/*
+ * A tree of more files than a unit of the paced stat (256 a directory):
+ * the stats the workers make, however many run, are those of the full scan,
+ * each made once.
+ */
+START_TEST(many_files_paced)
+{
+	static const unsigned int files[] = { 1000, 300, 0, 257 };
+	struct nopfs_meta_view full, listed;
+	void *full_buffer, *listed_buffer;
+	size_t full_length, listed_length;
+	uint64_t made = 0, expected = 0;
+	unsigned int most = 0;
+	const char *why;
+	char dir[32], name[64];
+
+	for (unsigned int d = 0; d < sizeof(files) / sizeof(files[0]); d++) {
+		snprintf(dir, sizeof(dir), "many%u", d);
+		make(dir, true);
+		for (unsigned int f = 0; f < files[d]; f++) {
+			snprintf(name, sizeof(name), "%s/%04u.bin", dir, f);
+			make(name, false);
+		}
+		expected += files[d];
+	}
+	ck_assert_int_eq(nopfs_meta_scan(root, (size_t)1 << 24, &full_buffer, &full_length),
+	                 NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_view_init(&full, full_buffer, full_length, &why), NOPFS_OK);
+	ck_assert_int_eq(
+	        nopfs_meta_scan_listing(root, (size_t)1 << 24, &listed_buffer, &listed_length),
+	        NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 16, &made, &most),
+	                 NOPFS_OK);
+	/* the many* files, and a/f.jpg twice (through link too) */
+	ck_assert_uint_eq(made, expected + 2);
+	ck_assert_uint_ge(most, 1);
+	ck_assert_uint_le(most, 16);
+	ck_assert_int_eq(nopfs_meta_view_init(&listed, listed_buffer, listed_length, &why),
+	                 NOPFS_OK);
+	ck_assert_uint_eq(listed.header->entry_count, full.header->entry_count);
+	for (uint32_t e = 0; e < full.header->entry_count; e++) {
+		ck_assert_str_eq(nopfs_meta_name(&listed, listed.entries[e].name),
+		                 nopfs_meta_name(&full, full.entries[e].name));
+		ck_assert_int_eq(listed.entries[e].stat.error, full.entries[e].stat.error);
+		ck_assert_int_eq(listed.entries[e].lstat.error, full.entries[e].lstat.error);
+		ck_assert_uint_eq(listed.entries[e].stat.size, full.entries[e].stat.size);
+		ck_assert_uint_eq(listed.entries[e].stat.ino, full.entries[e].stat.ino);
+	}
+	/* one thread: the same, unpaced */
+	free(listed_buffer);
+	ck_assert_int_eq(
+	        nopfs_meta_scan_listing(root, (size_t)1 << 24, &listed_buffer, &listed_length),
+	        NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 1, &made, &most),
+	                 NOPFS_OK);
+	ck_assert_uint_eq(made, expected + 2);
+	ck_assert_uint_eq(most, 1);
+	free(listed_buffer);
+	free(full_buffer);
 }
 END_TEST
 
@@ -381,6 +446,7 @@ int main(void)
 	tcase_add_test(tc, changed_directories_pass);
 	tcase_add_test(tc, damaged_buffers_refused);
 	tcase_add_test(tc, listing_then_files);
+	tcase_add_test(tc, many_files_paced);
 	suite_add_tcase(suite, tc);
 	tc = tcase_create("catalog");
 	tcase_add_test(tc, catalog_from_metadata);
