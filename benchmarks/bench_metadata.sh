@@ -13,8 +13,9 @@
 # their medians, the slowest rank's time from srun to its first batch and
 # the PFS metadata operations of the job (the emulator's counters: the
 # ranks' and, with nopfs, the agents' scan, listings and files' stats), and
-# the ratio nopfs / plain of each pair of runs. Needs root; brings the
-# cluster up with the emulated PFS and down at the end.
+# the ratio nopfs / plain of each pair of runs, with when the slowest rank
+# of each started Python, was done importing and done listing. Needs root;
+# brings the cluster up with the emulated PFS and down at the end.
 set -euo pipefail
 FILES=${FILES:-100000}
 DIRS=${DIRS:-1000}
@@ -69,7 +70,9 @@ run() {
 		cat "$WORK/$name.err" >&2
 		exit 1
 	fi
-	echo "$seconds $((after - before))"
+	phases=$(awk '$3 == '"$FILES"' && $2 == '"$seconds"' { print "python at " $4 " s, imports done " $5 " s, listed " $6 " s"; exit }' \
+		"$WORK/$name.out")
+	echo "$seconds $((after - before)) $phases"
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -83,14 +86,15 @@ for rate in "${RATES[@]}"; do
 	fi
 	plain_times=() plain_ops=() nopfs_times=() nopfs_ops=() ratios=()
 	for i in $(seq 1 "$REPEAT"); do
-		read -r t o < <(run "plain-$rate-$i")
+		read -r t o plain_phases < <(run "plain-$rate-$i")
 		plain_times+=("$t") plain_ops+=("$o")
-		read -r t o < <(run "nopfs-$rate-$i" --nopfs-dataset="$WORK/data" --nopfs-tiers=ram:200M \
+		read -r t o nopfs_phases < <(run "nopfs-$rate-$i" --nopfs-dataset="$WORK/data" --nopfs-tiers=ram:200M \
 			--nopfs-start=early --nopfs-report="$WORK/nopfs-$i.json")
 		nopfs_times+=("$t") nopfs_ops+=("$o")
 		ratios+=("$(awk -v n="$t" -v p="${plain_times[-1]}" 'BEGIN { printf "%.2f", n / p }')")
 		echo "$rate ops/s, run $i: plain ${plain_times[-1]} s, ${plain_ops[-1]} metadata ops;" \
 			"nopfs ${nopfs_times[-1]} s, ${nopfs_ops[-1]} metadata ops; nopfs / plain ${ratios[-1]}"
+		echo "  the slowest rank: plain: $plain_phases; nopfs: $nopfs_phases"
 	done
 	summary+=("first batch, 3 nodes x 2 ranks, $FILES files in $DIRS folders, metadata server $(emulate "$rate") (medians of $REPEAT runs):"
 		"  plain PyTorch: $(median "${plain_times[@]}") s ($(spread "${plain_times[@]}")), $(median "${plain_ops[@]}") PFS metadata operations per job"
