@@ -6,11 +6,11 @@
 #include "config.h"
 
 #include <dirent.h>
-#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,8 +21,8 @@
 
 #include "meta.h"
 #include "common/cancel.h"
-#include "common/log.h"
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/pace.h"
 #include "common/parallel.h"
 
@@ -614,14 +614,14 @@ static void *files_worker_main(void *arg)
 	return NULL;
 }
 
-/* Every PACE_INTERVAL_NS, the workers for the next interval, until all are done. */
-static void files_controller(struct files_work *work)
+/*
+ * Every PACE_INTERVAL_NS, the workers for the next interval (@pace's, started
+ * with work->active), until all are done; the most that were active at once.
+ */
+static unsigned int files_controller(struct files_work *work, struct nopfs_pace *pace)
 {
-	struct nopfs_pace pace;
 	uint64_t last_made = 0, last_latency = 0, next = nopfs_clock_now_ns() + PACE_INTERVAL_NS;
 
-	nopfs_pace_init(&pace, atomic_load(&work->active), work->workers);
-	atomic_store(&work->active, pace.active);
 	while (atomic_load(&work->running) > 0) {
 		uint64_t now = nopfs_clock_now_ns(), made, latency;
 
@@ -634,11 +634,11 @@ static void files_controller(struct files_work *work)
 		made = atomic_load(&work->made);
 		latency = atomic_load(&work->latency_ns);
 		atomic_store(&work->active,
-		             nopfs_pace_update(&pace, made - last_made, latency - last_latency));
+		             nopfs_pace_update(pace, made - last_made, latency - last_latency));
 		last_made = made;
 		last_latency = latency;
 	}
-	work->workers = pace.peak; /* what the caller reports */
+	return pace->peak;
 }
 
 /* The units of work: the listed directories' entries, UNIT_ENTRIES at a time. */
@@ -671,15 +671,25 @@ static struct files_unit *files_units(const struct nopfs_meta_view *view, uint32
 	return units;
 }
 
+/* Pace @work on @workers threads, starting with FILES_THREADS_MIN of them. */
+static void pace_start(struct files_work *work, struct nopfs_pace *pace, unsigned int workers)
+{
+	nopfs_pace_init(pace, workers < FILES_THREADS_MIN ? workers : FILES_THREADS_MIN, workers);
+	atomic_store(&work->active, pace->active);
+}
+
 /*
- * Run @work on up to work->workers threads, paced by this one; on none if
- * none can be started (then this thread does the work, unpaced).
+ * Run @work on up to work->workers threads, paced by this one, starting with
+ * FILES_THREADS_MIN; on none if none can be started (then this thread does
+ * the work, unpaced). Returns the most threads that worked at once.
  */
-static void files_run(struct files_work *work)
+static unsigned int files_run(struct files_work *work)
 {
 	struct files_worker workers[FILES_THREADS_MAX];
-	unsigned int started = 0;
+	struct nopfs_pace pace;
+	unsigned int started = 0, most = 1;
 
+	pace_start(work, &pace, work->workers);
 	atomic_init(&work->running, work->workers);
 	for (unsigned int t = 0; t < work->workers; t++) {
 		workers[t] = (struct files_worker){ .work = work, .index = t + 1 };
@@ -689,17 +699,16 @@ static void files_run(struct files_work *work)
 	}
 	atomic_fetch_sub(&work->running, work->workers - started);
 	if (started == 0) {
-		work->workers = 1;
 		atomic_store(&work->active, 1);
 		files_work_run(work, 1);
 	} else {
-		work->workers = started;
-		if (atomic_load(&work->active) > started)
-			atomic_store(&work->active, started);
-		files_controller(work);
+		if (started < work->workers)
+			pace_start(work, &pace, started);
+		most = files_controller(work, &pace);
 	}
 	for (unsigned int t = 0; t < started; t++)
 		pthread_join(workers[t].thread, NULL);
+	return most;
 }
 
 nopfs_status nopfs_meta_stat_files(void *buffer, size_t length, unsigned int threads,
@@ -726,15 +735,13 @@ nopfs_status nopfs_meta_stat_files(void *buffer, size_t length, unsigned int thr
 	if (work.workers > work.unit_count)
 		work.workers = work.unit_count ? work.unit_count : 1;
 	atomic_init(&work.next_unit, 0);
-	atomic_init(&work.active,
-	            work.workers < FILES_THREADS_MIN ? work.workers : FILES_THREADS_MIN);
 	atomic_init(&work.made, 0);
 	atomic_init(&work.latency_ns, 0);
-	files_run(&work);
+	threads = files_run(&work);
 	free(work.units);
 	*made = atomic_load(&work.made);
 	if (most)
-		*most = work.workers;
+		*most = threads;
 	header->checksum = nopfs_meta_checksum((uint8_t *)buffer + sizeof(*header),
 	                                       header->length - sizeof(*header));
 	return nopfs_stop_requested() ? NOPFS_ERR_CANCELED : NOPFS_OK;
