@@ -138,8 +138,12 @@ void pfs_count_open(uint64_t netns, bool failed)
 }
 
 /*
- * The client's share of the bandwidth paces its reads back to back (a token
- * bucket with no burst), plus the latency and maybe the noise.
+ * The client's share of the bandwidth paces its reads back to back, plus
+ * the latency and maybe the noise. The share is a token bucket PFS_READ_BURST
+ * seconds deep: a reader with one read in flight (direct_io: no readahead)
+ * would otherwise lose every gap between its reads, which on a loaded
+ * machine (the request's way through the kernel and to a FUSE thread) can
+ * take half its time.
  */
 double pfs_admit_read(uint64_t netns, size_t bytes, double now)
 {
@@ -158,10 +162,11 @@ double pfs_admit_read(uint64_t netns, size_t bytes, double now)
 				if (other->last_read >= now - PFS_ACTIVE_WINDOW)
 					gamma++;
 			rate = curve_rate(gamma) / gamma;
-			if (c->busy_until < now)
-				c->busy_until = now;
+			if (c->busy_until < now - PFS_READ_BURST)
+				c->busy_until = now - PFS_READ_BURST;
 			c->busy_until += (double)bytes / rate;
-			done = c->busy_until;
+			if (c->busy_until > now)
+				done = c->busy_until;
 		}
 	}
 	done += pfs.latency;

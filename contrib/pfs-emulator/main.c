@@ -65,7 +65,8 @@ static void usage(FILE *out)
 	        "                       optional K, M, G or T suffix (powers of 1024); linear\n"
 	        "                       between the points, flat beyond the ends. A lone RATE\n"
 	        "                       is the same at any count. Each client reading gets an\n"
-	        "                       equal share. Writes are not paced. Default: unlimited\n"
+	        "                       equal share, paced with a burst of %.0f ms of its\n"
+	        "                       share. Writes are not paced. Default: unlimited\n"
 	        "  --latency MS         milliseconds added to every open (and create), read\n"
 	        "                       and write (default 0)\n"
 	        "  --noise FRACTION:MS  that fraction of the reads take MS milliseconds more\n"
@@ -94,7 +95,7 @@ static void usage(FILE *out)
 	        "  -d                   FUSE debug output\n"
 	        "  -o OPTIONS           more FUSE mount options (e.g. allow_other)\n"
 	        "  -h, --help           this help\n",
-	        PFS_ACTIVE_WINDOW);
+	        PFS_ACTIVE_WINDOW, PFS_READ_BURST * 1000);
 }
 
 static void __attribute__((noreturn, format(printf, 1, 2))) bad_usage(const char *format, ...)

@@ -31,7 +31,13 @@
 
 #define PROGRAM "nopfs-pfs"
 /* A client counts as reading if it read within this many seconds. */
-#define PFS_ACTIVE_WINDOW    0.5
+#define PFS_ACTIVE_WINDOW 0.5
+/*
+ * A client's reads may run this many seconds of transfer ahead of its
+ * share (the depth of its token bucket): the FUSE round trip between two
+ * reads of one reader, slow on a loaded machine, is not time lost to it.
+ */
+#define PFS_READ_BURST       0.025
 #define PFS_MAX_CURVE_POINTS 64
 /* FUSE worker threads: concurrent requests (each may sleep) */
 #define PFS_MAX_THREADS 256
