@@ -70,10 +70,11 @@ struct agent {
 	size_t meta_length;
 	struct nopfs_meta_view meta_view;                /* of meta, validated once when kept */
 	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */
-	char stage_meta[4096];      /* where the tasks find it, removed when serving stops */
-	bool meta_published;        /* the tasks were given it */
-	bool meta_scanned;          /* this agent scanned it: it checks for changes */
-	uint8_t *meta_changed;      /* STAGE/meta-changed, mapped shared: a byte per directory */
+	char stage_meta[4096]; /* where the tasks find it, removed when serving stops */
+	bool meta_published;   /* the tasks were given it */
+	char meta_why[512];    /* why not, or not all of it: the first reason, for the report */
+	bool meta_scanned;     /* this agent scanned it: it checks for changes */
+	uint8_t *meta_changed; /* STAGE/meta-changed, mapped shared: a byte per directory */
 	uint32_t meta_changed_dirs; /* its length */
 	uint32_t meta_changed_count;
 	uint64_t meta_checked_ms; /* CLOCK_MONOTONIC of the last check */

@@ -163,10 +163,10 @@ static json_t *peers_json(struct agent *agent)
 
 /* One task process' counts file @name in the stage directory @dirfd, added to @per_rank. */
 static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint64_t *served,
-                            uint64_t *passed, uint64_t *stale)
+                            uint64_t *passed, uint64_t *stale, uint64_t *absent)
 {
-	char line[128], key[16], tail;
-	uint64_t s, p, c;
+	char line[160], key[16], tail;
+	uint64_t s, p, c, a;
 	const char *why;
 	json_t *rank;
 	ssize_t n;
@@ -179,9 +179,10 @@ static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint6
 	if (n <= 0)
 		return;
 	line[n] = '\0';
-	if (sscanf(line, "nopfs-meta 1 %d %" SCNu64 " %" SCNu64 " %" SCNu64 "%c", &r, &s, &p, &c,
-	           &tail) != 5 ||
-	    tail != '\n' || r < -1 || s > INT64_MAX / 2 || p > INT64_MAX / 2 || c > p) {
+	if (sscanf(line, "nopfs-meta 2 %d %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 "%c", &r,
+	           &s, &p, &c, &a, &tail) != 6 ||
+	    tail != '\n' || r < -1 || s > INT64_MAX / 2 || p > INT64_MAX / 2 || c > p ||
+	    a > p - c) {
 		nopfs_warning("report: task counts '%s' are malformed: ignored", name);
 		return;
 	}
@@ -200,17 +201,20 @@ static void add_meta_counts(int dirfd, const char *name, json_t *per_rank, uint6
 	*served += s;
 	*passed += p;
 	*stale += c;
+	*absent += a;
 }
 
 /*
- * The dataset's metadata: what the tasks were given, and the calls into the
- * dataset they answered from it ("served") or passed to the PFS ("passed"),
- * per rank, from the counts their processes left in the stage directory.
+ * The dataset's metadata: what the tasks were given (and why not, if not),
+ * and the calls into the dataset they answered from it ("served") or passed
+ * to the PFS ("passed"; of those, "passed_absent" with no metadata to look
+ * in), per rank, from the counts their processes left in the stage
+ * directory.
  */
 static json_t *metadata_json(struct agent *agent)
 {
 	json_t *per_rank = json_object();
-	uint64_t served = 0, passed = 0, stale = 0;
+	uint64_t served = 0, passed = 0, stale = 0, absent = 0;
 	struct dirent *entry;
 	DIR *dir = opendir(agent->options.stage_dir);
 
@@ -218,16 +222,17 @@ static json_t *metadata_json(struct agent *agent)
 		if (!strncmp(entry->d_name, NOPFS_STAGE_META_COUNTS_PREFIX,
 		             strlen(NOPFS_STAGE_META_COUNTS_PREFIX)))
 			add_meta_counts(dirfd(dir), entry->d_name, per_rank, &served, &passed,
-			                &stale);
+			                &stale, &absent);
 	if (dir)
 		closedir(dir);
-	return json_pack("{s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "published",
-	                 agent->meta_published, "directories", (json_int_t)agent->meta_dirs,
-	                 "entries", (json_int_t)agent->meta_entries, "unlisted",
-	                 (json_int_t)agent->meta_unlisted, "changed_directories",
+	return json_pack("{s:b, s:s?, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "published",
+	                 agent->meta_published, "not_served",
+	                 agent->meta_why[0] ? agent->meta_why : NULL, "directories",
+	                 (json_int_t)agent->meta_dirs, "entries", (json_int_t)agent->meta_entries,
+	                 "unlisted", (json_int_t)agent->meta_unlisted, "changed_directories",
 	                 (json_int_t)agent->meta_changed_count, "served", (json_int_t)served,
 	                 "passed", (json_int_t)passed, "passed_changed", (json_int_t)stale,
-	                 "per_rank", per_rank);
+	                 "passed_absent", (json_int_t)absent, "per_rank", per_rank);
 }
 
 /* The agent process's peak memory and CPU time so far. */

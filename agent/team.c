@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,24 @@ static nopfs_status read_file(const char *path, void **data, size_t *length)
 	return status;
 }
 
+/*
+ * Something kept the dataset's metadata from the ranks: a warning, and the
+ * first such reason is the report's.
+ */
+static void __attribute__((format(printf, 2, 3)))
+not_served(struct agent *agent, const char *format, ...)
+{
+	char text[sizeof(agent->meta_why)];
+	va_list args;
+
+	va_start(args, format);
+	vsnprintf(text, sizeof(text), format, args);
+	va_end(args);
+	nopfs_warning("%s: ranks ask the PFS for it", text);
+	if (!agent->meta_why[0])
+		snprintf(agent->meta_why, sizeof(agent->meta_why), "%s", text);
+}
+
 /* Keep the metadata buffer @data of @length bytes, when it is valid. */
 static void keep_metadata(struct agent *agent, void *data, size_t length, const char *origin)
 {
@@ -60,8 +79,7 @@ static void keep_metadata(struct agent *agent, void *data, size_t length, const 
 
 	/* validated here only (its checksum covers the whole buffer): kept with it */
 	if (nopfs_meta_view_init(&view, data, length, &why) != NOPFS_OK) {
-		nopfs_warning("the dataset's metadata from %s %s: ranks ask the PFS for it", origin,
-		              why);
+		not_served(agent, "the dataset's metadata from %s %s", origin, why);
 		free(data);
 		return;
 	}
@@ -93,7 +111,9 @@ static void scan_listing(struct agent *agent)
 
 	if (!root || root[0] != '/' ||
 	    nopfs_meta_scan_listing(root, AGENT_META_BUDGET, &data, &length) != NOPFS_OK) {
-		nopfs_warning("the dataset's metadata is not served: ranks ask the PFS for it");
+		if (!nopfs_stop_requested())
+			not_served(agent, "the scan of the dataset's metadata failed (the log "
+			                  "says why above)");
 		return;
 	}
 	keep_metadata(agent, data, length, "the scan");
@@ -163,9 +183,7 @@ static void receive_metadata(struct agent *agent, const char *path)
 	/* the share directory may be anyone's: only a file of this user is believed */
 	fd = nopfs_private_file_open_for(AT_FDCWD, path, O_RDONLY, 0, geteuid());
 	if (fd < 0 || nopfs_read_all(fd, SIZE_MAX, &data, &length) != NOPFS_OK) {
-		nopfs_warning("no dataset metadata from node 0 in '%s' (%m): ranks ask the PFS "
-		              "for it",
-		              path);
+		not_served(agent, "no dataset metadata from node 0 in '%s' (%m)", path);
 		if (fd >= 0)
 			close(fd);
 		return;
@@ -222,18 +240,15 @@ static void publish_metadata(struct agent *agent, bool listing)
 		agent->meta_changed = NULL;
 	}
 	if (!agent->meta_changed && !make_changed_map(agent)) {
-		nopfs_warning("cannot make '%s/" NOPFS_STAGE_META_CHANGED_NAME
-		              "': the dataset's metadata is not served, ranks ask the PFS for it",
-		              stage_dir);
+		not_served(agent, "cannot make '%s/" NOPFS_STAGE_META_CHANGED_NAME "' (%m)",
+		           stage_dir);
 		return;
 	}
 	if ((size_t)snprintf(agent->stage_meta, sizeof(agent->stage_meta),
 	                     "%s/" NOPFS_STAGE_META_NAME, stage_dir) >= sizeof(agent->stage_meta) ||
 	    nopfs_atomic_write(agent->stage_meta, 0600, agent->meta, agent->meta_length) !=
 	            NOPFS_OK) {
-		nopfs_warning("cannot write the dataset's metadata in '%s': ranks ask the PFS "
-		              "for it",
-		              stage_dir);
+		not_served(agent, "cannot write the dataset's metadata in '%s' (%m)", stage_dir);
 		agent->stage_meta[0] = '\0';
 		return;
 	}

@@ -35,5 +35,7 @@ bool report_array(struct report_keys *keys, const char *path, const json_t **out
 
 /* An optional count: 0 when absent (or its parent is null), checked when there. */
 bool report_optional_uint(struct report_keys *keys, const char *path, uint64_t *out);
+/* The same for a string: NULL when absent or null. */
+bool report_optional_string(struct report_keys *keys, const char *path, const char **out);
 
 #endif

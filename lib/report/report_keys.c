@@ -121,6 +121,18 @@ bool report_array(struct report_keys *keys, const char *path, const json_t **out
 	return true;
 }
 
+bool report_optional_string(struct report_keys *keys, const char *path, const char **out)
+{
+	const json_t *value = report_get(keys->report, path);
+
+	*out = NULL;
+	if (!keys->ok)
+		return false;
+	if (!value || json_is_null(value))
+		return true;
+	return report_string(keys, path, out);
+}
+
 bool report_optional_uint(struct report_keys *keys, const char *path, uint64_t *out)
 {
 	const json_t *value = report_get(keys->report, path);

@@ -47,6 +47,8 @@ struct node_figures {
 	uint64_t plan, replans;
 	/* Dataset metadata calls of its ranks ("metadata"; reports before it: none). */
 	uint64_t meta_served, meta_passed, meta_unlisted, meta_changed, meta_passed_changed;
+	uint64_t meta_passed_absent; /* passed with no metadata in the rank */
+	const char *meta_not_served; /* the agent's reason, or NULL */
 	const json_t *meta_per_rank; /* NULL: none */
 };
 
@@ -65,6 +67,8 @@ static bool read_metadata(struct report_keys *keys, struct node_figures *f)
 	report_uint(keys, "metadata.unlisted", &f->meta_unlisted);
 	report_optional_uint(keys, "metadata.changed_directories", &f->meta_changed);
 	report_optional_uint(keys, "metadata.passed_changed", &f->meta_passed_changed);
+	report_optional_uint(keys, "metadata.passed_absent", &f->meta_passed_absent);
+	report_optional_string(keys, "metadata.not_served", &f->meta_not_served);
 	if (!report_object(keys, "metadata.per_rank", &f->meta_per_rank))
 		return false;
 	json_object_foreach((json_t *)f->meta_per_rank, name, rank)
@@ -429,6 +433,19 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            " samples no longer had the catalog's size: ranks read those "
 			            "from the PFS themselves",
 			            n->node, n->pfs_failed, n->pfs_changed);
+		if (n->meta_passed_absent)
+			add_problem(problems,
+			            "node %" PRIu32 ": %" PRIu64
+			            " dataset metadata calls of its ranks reached the PFS with no "
+			            "metadata from the agent to answer them: %s",
+			            n->node, n->meta_passed_absent,
+			            n->meta_not_served
+			                    ? n->meta_not_served
+			                    : "the agent published none in time (its log, "
+			                      "and the ranks' standard error, say more)");
+		else if (n->meta_not_served)
+			add_problem(problems, "node %" PRIu32 ": dataset metadata not served: %s",
+			            n->node, n->meta_not_served);
 		if (n->watch_overflows)
 			add_problem(problems,
 			            "node %" PRIu32
@@ -522,6 +539,7 @@ static int add_metadata(json_t *merged, const struct node_figures *f, size_t cou
 {
 	json_t *per_rank = json_object();
 	uint64_t served = 0, passed = 0, unlisted = 0, changed = 0, passed_changed = 0;
+	uint64_t passed_absent = 0;
 	const char *name;
 	const json_t *rank;
 
@@ -533,6 +551,7 @@ static int add_metadata(json_t *merged, const struct node_figures *f, size_t cou
 		if (f[i].meta_changed > changed)
 			changed = f[i].meta_changed;
 		passed_changed += f[i].meta_passed_changed;
+		passed_absent += f[i].meta_passed_absent;
 		if (!f[i].meta_per_rank)
 			continue;
 		json_object_foreach((json_t *)f[i].meta_per_rank, name, rank)
@@ -549,10 +568,11 @@ static int add_metadata(json_t *merged, const struct node_figures *f, size_t cou
 	}
 	return json_object_set_new(
 	        merged, "metadata",
-	        json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "served", (json_int_t)served, "passed",
-	                  (json_int_t)passed, "unlisted", (json_int_t)unlisted,
+	        json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "served", (json_int_t)served,
+	                  "passed", (json_int_t)passed, "unlisted", (json_int_t)unlisted,
 	                  "changed_directories", (json_int_t)changed, "passed_changed",
-	                  (json_int_t)passed_changed, "per_rank", per_rank));
+	                  (json_int_t)passed_changed, "passed_absent", (json_int_t)passed_absent,
+	                  "per_rank", per_rank));
 }
 
 /*

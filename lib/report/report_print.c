@@ -31,7 +31,7 @@ struct summary {
 	double stall_seconds, stall_max_seconds;
 	uint64_t replans;                                 /* 0 in reports before re-planning */
 	uint64_t meta_served, meta_passed, meta_unlisted; /* 0 in reports before them */
-	uint64_t meta_changed, meta_passed_changed;
+	uint64_t meta_changed, meta_passed_changed, meta_passed_absent;
 	const json_t *meta_per_rank; /* NULL: none */
 };
 
@@ -72,7 +72,7 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 	if (json_object_get(merged, "replans"))
 		report_uint(&keys, "replans", &s->replans);
 	s->meta_served = s->meta_passed = s->meta_unlisted = 0;
-	s->meta_changed = s->meta_passed_changed = 0;
+	s->meta_changed = s->meta_passed_changed = s->meta_passed_absent = 0;
 	s->meta_per_rank = NULL;
 	if (json_object_get(merged, "metadata")) {
 		report_uint(&keys, "metadata.served", &s->meta_served);
@@ -80,6 +80,7 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 		report_uint(&keys, "metadata.unlisted", &s->meta_unlisted);
 		report_optional_uint(&keys, "metadata.changed_directories", &s->meta_changed);
 		report_optional_uint(&keys, "metadata.passed_changed", &s->meta_passed_changed);
+		report_optional_uint(&keys, "metadata.passed_absent", &s->meta_passed_absent);
 		report_object(&keys, "metadata.per_rank", &s->meta_per_rank);
 	}
 	if (!keys.ok)
@@ -158,6 +159,9 @@ static void print_metadata(const struct summary *s, FILE *out)
 	        " dataset metadata calls by the ranks answered from the catalog, %" PRIu64
 	        " reached the PFS",
 	        s->meta_served, total, s->meta_passed);
+	if (s->meta_passed_absent)
+		fprintf(out, ", %" PRIu64 " of them with no metadata from the agent",
+		        s->meta_passed_absent);
 	if (s->meta_unlisted)
 		fprintf(out, " (%" PRIu64 " directories left out of the catalog)",
 		        s->meta_unlisted);

@@ -52,7 +52,8 @@ bool nopfs_preload_in_dataset(int dirfd, const char *path, char *rest, size_t le
 enum nopfs_preload_meta_count {
 	NOPFS_PRELOAD_META_SERVED,
 	NOPFS_PRELOAD_META_PASSED,
-	NOPFS_PRELOAD_META_STALE, /* passed: a directory changed since the scan */
+	NOPFS_PRELOAD_META_STALE,  /* passed: a directory changed since the scan */
+	NOPFS_PRELOAD_META_ABSENT, /* passed: this process has no usable metadata */
 };
 void nopfs_preload_count_meta(enum nopfs_preload_meta_count what);
 

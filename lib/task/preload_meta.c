@@ -121,13 +121,17 @@ static bool lookup(int dirfd, const char *path, bool follow, struct lookup *l)
 {
 	char rest[PATH_MAX];
 
-	/* the path first: only a call into the dataset may wait for the metadata */
-	if (nopfs_preload_meta_absent() ||
-	    !nopfs_preload_in_dataset(dirfd, path, rest, sizeof(rest)))
+	/*
+	 * The path first: only a call into the dataset may wait for the
+	 * metadata, and one made without it is counted as reaching the PFS.
+	 */
+	if (!nopfs_preload_in_dataset(dirfd, path, rest, sizeof(rest)))
 		return false;
-	l->view = nopfs_preload_meta();
-	if (!l->view)
+	l->view = nopfs_preload_meta_absent() ? NULL : nopfs_preload_meta();
+	if (!l->view) {
+		nopfs_preload_count_meta(NOPFS_PRELOAD_META_ABSENT);
 		return false;
+	}
 	l->found = nopfs_meta_resolve(l->view, rest, follow, &l->entry, &l->parent, &l->followed,
 	                              &l->error);
 	nopfs_preload_count_meta(l->found == NOPFS_META_PASS    ? NOPFS_PRELOAD_META_PASSED
@@ -939,9 +943,11 @@ static bool scandir_is_ours(const char *path, struct lookup *l)
 
 	if (!nopfs_preload_busy && path) {
 		nopfs_preload_busy = 1;
-		ours = !nopfs_preload_meta_absent() &&
-		       nopfs_preload_in_dataset(AT_FDCWD, path, l->absolute, sizeof(l->absolute)) &&
-		       nopfs_preload_meta();
+		ours = nopfs_preload_in_dataset(AT_FDCWD, path, l->absolute, sizeof(l->absolute));
+		if (ours && (nopfs_preload_meta_absent() || !nopfs_preload_meta())) {
+			nopfs_preload_count_meta(NOPFS_PRELOAD_META_ABSENT);
+			ours = false;
+		}
 		nopfs_preload_busy = 0;
 	}
 	return ours;

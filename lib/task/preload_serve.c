@@ -86,6 +86,7 @@ static struct {
 	uint64_t fallback_starting; /* the agent not ready yet (tasks started early) */
 	uint64_t meta_served;       /* metadata calls into the dataset served from the metadata */
 	uint64_t meta_passed;       /* and passed to the real function */
+	uint64_t meta_absent;       /* of those, while no metadata was usable */
 	uint64_t meta_stale;        /* of these, through a directory changed since the scan */
 } counts;
 
@@ -684,6 +685,8 @@ void nopfs_preload_count_meta(enum nopfs_preload_meta_count what)
 	count(what == NOPFS_PRELOAD_META_SERVED ? &counts.meta_served : &counts.meta_passed);
 	if (what == NOPFS_PRELOAD_META_STALE)
 		count(&counts.meta_stale);
+	else if (what == NOPFS_PRELOAD_META_ABSENT)
+		count(&counts.meta_absent);
 }
 
 void nopfs_preload_forget_after_fork(void)
@@ -703,14 +706,16 @@ void nopfs_preload_forget_after_fork(void)
 /*
  * Leave this process' metadata counts in the staging directory for the
  * agent's report: ".meta-RANK-PID-NS" (0600, created exclusively, never
- * through a link), one line "nopfs-meta 1 RANK SERVED PASSED STALE" (STALE:
- * of the PASSED, those through a directory changed since the scan).
+ * through a link), one line "nopfs-meta 2 RANK SERVED PASSED STALE ABSENT"
+ * (of the PASSED, STALE went through a directory changed since the scan,
+ * ABSENT were made while this process had no usable metadata).
  */
 static void leave_meta_counts(void)
 {
 	uint64_t served = __atomic_load_n(&counts.meta_served, __ATOMIC_RELAXED);
 	uint64_t passed = __atomic_load_n(&counts.meta_passed, __ATOMIC_RELAXED);
 	uint64_t stale = __atomic_load_n(&counts.meta_stale, __ATOMIC_RELAXED);
+	uint64_t absent = __atomic_load_n(&counts.meta_absent, __ATOMIC_RELAXED);
 	struct timespec now;
 	char name[96], line[128];
 	int fd, length;
@@ -725,8 +730,9 @@ static void leave_meta_counts(void)
 	if (fd < 0)
 		return;
 	length = snprintf(line, sizeof(line),
-	                  "nopfs-meta 1 %" PRId32 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-	                  config.rank, served, passed, stale);
+	                  "nopfs-meta 2 %" PRId32 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+	                  "\n",
+	                  config.rank, served, passed, stale, absent);
 	if (write(fd, line, (size_t)length) != length)
 		unlinkat(stage.fd, name, 0);
 	close(fd);
@@ -746,6 +752,8 @@ void nopfs_preload_report(void)
 	if (counts.fallback_starting)
 		debug_log("and %" PRIu64 " before the agent served", counts.fallback_starting);
 	debug_log("metadata calls into the dataset: %" PRIu64 " served, %" PRIu64
-	          " passed to the PFS (%" PRIu64 " of them for directories changed since the scan)",
-	          counts.meta_served, counts.meta_passed, counts.meta_stale);
+	          " passed to the PFS (%" PRIu64
+	          " of them for directories changed since the scan, %" PRIu64
+	          " with no usable metadata)",
+	          counts.meta_served, counts.meta_passed, counts.meta_stale, counts.meta_absent);
 }

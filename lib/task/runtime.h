@@ -71,7 +71,7 @@ int nopfs_env_meta_wait_ms(void);
 #define NOPFS_STAGE_META_CHANGED_NAME "meta-changed"
 /*
  * A task process' metadata counts, left at its exit:
- * ".meta-RANK-PID-NS" holding "nopfs-meta 1 RANK SERVED PASSED STALE\n".
+ * ".meta-RANK-PID-NS" holding "nopfs-meta 2 RANK SERVED PASSED STALE ABSENT\n".
  */
 #define NOPFS_STAGE_META_COUNTS_PREFIX ".meta-"
 

@@ -25,10 +25,10 @@ def dataset_metadata_calls(trace, data):
         return [line for line in f if METADATA_CALLS.match(line) and data in line]
 
 
-def listing(env):
+def listing(env, root=None):
     code = ("import os, sys; root = sys.argv[1]; "
             "print(sorted((t, sorted(d), sorted(f)) for t, d, f in os.walk(root)))")
-    run = subprocess.run([harness.PYTHON, "-c", code, harness_ws.data], env=env,
+    run = subprocess.run([harness.PYTHON, "-c", code, root or harness_ws.data], env=env,
                          capture_output=True, check=True)
     return run.stdout, run.stderr
 
@@ -78,6 +78,16 @@ try:
     assert b"added.JPEG" in after_change, "the changed directory is still served as scanned"
     assert after_change == listing(None)[0], "the changed directory is not listed as it is"
     os.unlink(os.path.join(changed_class, "added.JPEG"))
+    # A rank whose dataset the metadata is not for (a later step on another
+    # one) has no metadata to look in: its calls are counted as reaching the PFS.
+    other = os.path.join(ws.root, "other-dataset")
+    os.makedirs(os.path.join(other, "a", "b"))
+    other_listing, stderr = listing(dict(agent.env(8), NOPFS_DATASET=other, NOPFS_DEBUG="1"),
+                                    other)
+    assert other_listing == listing(None, other)[0], "the other dataset is not listed as it is"
+    absent = re.search(rb"0 served, (\d+) passed to the PFS \(0 of them for directories changed "
+                       rb"since the scan, (\d+) with no usable metadata\)", stderr)
+    assert absent and int(absent[1]) == int(absent[2]) > 0, stderr[-500:]
     if agent.stop() != 0:
         raise AssertionError("agent exited with an error")
     report = agent.read_report()
@@ -86,6 +96,8 @@ try:
     assert meta["changed_directories"] >= 1 and meta["passed_changed"] > 0, meta
     # (the listings ran as "rank 7": only they met the changed directory)
     assert meta["per_rank"]["7"]["passed"] == meta["passed_changed"], meta
+    assert meta["per_rank"]["8"] == {"served": 0, "passed": int(absent[1])}, meta
+    assert meta["passed_absent"] == int(absent[1]) and meta["not_served"] is None, meta
     for rank in ("0", "1"):
         counts = meta["per_rank"].get(rank)
         assert counts and counts["served"] > 0 and counts["passed"] == 0, (rank, meta)

@@ -537,6 +537,46 @@ START_TEST(metadata_counts)
 	free(text);
 	json_decref(merged);
 
+	/*
+	 * Calls made with no metadata in the rank: counted as passed, said in
+	 * the summary and as a problem with the agent's reason (node 1), or
+	 * without one (node 0); a reason with no such calls is a problem too.
+	 */
+	json_object_set_new(json_object_get(nodes[0], "metadata"), "passed_absent",
+	                    json_integer(2));
+	json_object_set_new(json_object_get(nodes[1], "metadata"), "passed_absent",
+	                    json_integer(1));
+	json_object_set_new(json_object_get(nodes[1], "metadata"), "not_served",
+	                    json_string("no dataset metadata from node 0 in '/x' (No such file)"));
+	merged = merge(nodes, 2, 2);
+	ck_assert_ptr_nonnull(merged);
+	ck_assert_int_eq(integer_at(merged, "metadata", "passed_absent"), 3);
+	text = summary_of(merged);
+	ck_assert_msg(strstr(text, "ranks answered from the catalog, 3 reached the PFS, 3 of them "
+	                           "with no metadata from the agent (3 directories"),
+	              "%s", text);
+	ck_assert_msg(has_problem(merged, "node 0: 2 dataset metadata calls of its ranks reached "
+	                                  "the PFS with no metadata from the agent to answer them: "
+	                                  "the agent published none in time"),
+	              "%s", text);
+	ck_assert_msg(has_problem(merged, "node 1: 1 dataset metadata calls of its ranks reached "
+	                                  "the PFS with no metadata from the agent to answer them: "
+	                                  "no dataset metadata from node 0 in '/x' (No such file)"),
+	              "%s", text);
+	free(text);
+	json_decref(merged);
+	json_object_set_new(json_object_get(nodes[1], "metadata"), "passed_absent",
+	                    json_integer(0));
+	merged = merge(nodes, 2, 2);
+	ck_assert_ptr_nonnull(merged);
+	ck_assert(has_problem(merged, "node 1: dataset metadata not served: no dataset metadata "
+	                              "from node 0 in '/x' (No such file)"));
+	json_decref(merged);
+	json_object_set_new(json_object_get(nodes[1], "metadata"), "not_served", json_integer(3));
+	ck_assert(!check_node(nodes[1]));
+	expect_error("node 1: key 'metadata.not_served' is not a string");
+	json_object_del(json_object_get(nodes[1], "metadata"), "not_served");
+
 	/* A per-rank count that is not a number: the key and node named. */
 	json_object_set_new(
 	        json_object_get(json_object_get(json_object_get(nodes[1], "metadata"), "per_rank"),
