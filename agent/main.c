@@ -440,6 +440,9 @@ int main(int argc, char **argv)
 		rc = NOPFS_AGENT_EXIT_RETRY;
 		goto out_job;
 	}
+	if (agent.bootstrap.active)
+		nopfs_info("bootstrap: %u agents in %.2f s", agent.bootstrap.nodes,
+		           (double)(nopfs_clock_now_ns() - agent.started_ns) / 1e9);
 	stop_signals(SIG_UNBLOCK);
 	if (stopped_in("start-up"))
 		goto out_stopped;

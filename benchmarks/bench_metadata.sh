@@ -14,7 +14,9 @@
 # the PFS metadata operations of the job (the emulator's counters: the
 # ranks' and, with nopfs, the agents' scan, listings and files' stats), and
 # the ratio nopfs / plain of each pair of runs, with when the slowest rank
-# of each started Python, was done importing and done listing. Needs root;
+# of each started Python, was done importing and done listing; then, from
+# each nopfs run's job report, its ranks' metadata calls served and passed
+# (and the report's problems about the metadata, if any). Needs root;
 # brings the cluster up with the emulated PFS and down at the end.
 set -euo pipefail
 FILES=${FILES:-100000}
@@ -89,7 +91,7 @@ for rate in "${RATES[@]}"; do
 		read -r t o plain_phases < <(run "plain-$rate-$i")
 		plain_times+=("$t") plain_ops+=("$o")
 		read -r t o nopfs_phases < <(run "nopfs-$rate-$i" --nopfs-dataset="$WORK/data" --nopfs-tiers=ram:200M \
-			--nopfs-start=early --nopfs-report="$WORK/nopfs-$i.json")
+			--nopfs-start=early --nopfs-report="$WORK/nopfs-$rate-$i.json")
 		nopfs_times+=("$t") nopfs_ops+=("$o")
 		ratios+=("$(awk -v n="$t" -v p="${plain_times[-1]}" 'BEGIN { printf "%.2f", n / p }')")
 		echo "$rate ops/s, run $i: plain ${plain_times[-1]} s, ${plain_ops[-1]} metadata ops;" \
@@ -102,18 +104,29 @@ for rate in "${RATES[@]}"; do
 		"  nopfs / plain, pairs of runs: median $(median "${ratios[@]}") ($(spread "${ratios[@]}"))")
 done
 printf '%s\n' "${summary[@]}"
-# The job report comes once the agents have stopped (after srun): 30 s at most.
+# The job reports come once the agents have stopped (after srun): 30 s at
+# most for the last. Each run's ranks' calls served and passed, with the
+# report's problems about the metadata (why a rank had none).
 for _ in $(seq 1 150); do
-	[[ -s $WORK/nopfs-$REPEAT.json ]] && break
+	[[ -s $WORK/nopfs-${RATES[-1]}-$REPEAT.json ]] && break
 	sleep 0.2
 done
-if [[ -s $WORK/nopfs-$REPEAT.json ]]; then
-	"$PYTHON" - "$WORK/nopfs-$REPEAT.json" <<'PY'
+for rate in "${RATES[@]}"; do for i in $(seq 1 "$REPEAT"); do
+	report=$WORK/nopfs-$rate-$i.json
+	if [[ -s $report ]]; then
+		"$PYTHON" - "$report" "$rate ops/s, run $i" <<'PY'
 import json, sys
-meta = json.load(open(sys.argv[1]))["metadata"]
-print(f"  nopfs ranks (last run): {meta['served']} metadata calls served from the catalog, "
-      f"{meta['passed']} reached the PFS")
+report = json.load(open(sys.argv[1]))
+meta = report["metadata"]
+print(f"  nopfs ranks ({sys.argv[2]}): {meta['served']} metadata calls served "
+      f"from the catalog, {meta['passed']} reached the PFS"
+      + (f" ({meta['passed_absent']} with no metadata from the agent)"
+         if meta.get("passed_absent") else ""))
+for problem in report.get("problems", []):
+    if "metadata" in problem:
+        print(f"    problem: {problem}")
 PY
-else
-	echo "  (no job report of the last nopfs run within 30 s: the ranks' counts are not shown)"
-fi
+	else
+		echo "  (no job report of nopfs run $i at $rate ops/s: its ranks' counts are not shown)"
+	fi
+done; done

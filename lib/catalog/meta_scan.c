@@ -178,10 +178,27 @@ static void stat_job_run(void *arg)
 	}
 }
 
+/* How many of the @count entries from @first the listing stats (not ".", "..", files). */
+static uint32_t to_stat(const struct scan *scan, uint32_t first, uint32_t count)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = first; i < first + count; i++) {
+		const struct nopfs_meta_entry *e = &scan->entries[i];
+		const char *name = scan->names + e->name;
+
+		if (strcmp(name, ".") && strcmp(name, "..") &&
+		    !(scan->listing_only && e->d_type == DT_REG))
+			n++;
+	}
+	return n;
+}
+
+/* Stat the entries (@fd: their directory, -1 when none needs a stat). */
 static void stat_entries(struct scan *scan, int fd, uint32_t first, uint32_t count)
 {
 	struct stat_job jobs[STAT_THREADS];
-	uint32_t threads = count / STAT_PER_THREAD, per;
+	uint32_t threads = to_stat(scan, first, count) / STAT_PER_THREAD, per;
 
 	if (threads < 1)
 		threads = 1;
@@ -238,38 +255,210 @@ static int compare_entries(const void *a, const void *b)
 	return strcmp(x, y);
 }
 
-static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path);
+/*
+ * Subdirectories read ahead of the walk: the listings of up to
+ * AHEAD_BATCH subdirectories of a directory are read on up to
+ * AHEAD_THREADS threads before the walk goes into the first of them. Each
+ * is an open and a readdir, round trips to a metadata server that answers
+ * several at once: a tree of many small directories (a class folder per
+ * label) is listed in a fraction of the time, in the same order.
+ */
+#define AHEAD_BATCH   64
+#define AHEAD_THREADS 8
 
-/* Read directory @d at @path into the entries, then its subdirectories. */
-static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DIR *stream)
+struct ahead_entry {
+	uint64_t d_ino;
+	size_t name; /* offset in the listing's names */
+	uint8_t d_type;
+};
+
+struct ahead {
+	char path[PATH_MAX];
+	struct ahead_entry *entries;
+	uint32_t count, capacity;
+	char *names;
+	size_t names_length, names_capacity;
+	int error; /* the open or readdir failed with it */
+	bool read; /* else the walk reads the directory itself */
+};
+
+struct ahead_job {
+	struct ahead *aheads;
+	uint32_t begin, end;
+};
+
+static bool ahead_add(struct ahead *a, const struct dirent *dent)
 {
-	uint32_t first = scan->entry_count, count;
-	struct dirent *dent;
-	int fd = dirfd(stream);
+	size_t length = strlen(dent->d_name) + 1;
 
-	for (;;) {
-		struct nopfs_meta_entry *e;
+	if (!grow((void **)&a->entries, &a->capacity, a->count, sizeof(*a->entries)))
+		return false;
+	while (a->names_length + length > a->names_capacity) {
+		size_t capacity = a->names_capacity ? a->names_capacity * 2 : 4096;
+		char *bigger = realloc(a->names, capacity);
+
+		if (!bigger)
+			return false;
+		a->names = bigger;
+		a->names_capacity = capacity;
+	}
+	memcpy(a->names + a->names_length, dent->d_name, length);
+	a->entries[a->count++] = (struct ahead_entry){ .d_ino = dent->d_ino,
+		                                       .name = a->names_length,
+		                                       .d_type = dent->d_type };
+	a->names_length += length;
+	return true;
+}
+
+static void ahead_free(struct ahead *a)
+{
+	free(a->entries);
+	free(a->names);
+	a->entries = NULL;
+	a->names = NULL;
+	a->count = a->capacity = 0;
+	a->names_length = a->names_capacity = 0;
+	a->read = false;
+}
+
+static void ahead_job_run(void *arg)
+{
+	struct ahead_job *job = arg;
+
+	for (uint32_t i = job->begin; i < job->end; i++) {
+		struct ahead *a = &job->aheads[i];
+		struct dirent *dent;
+		DIR *stream;
+		int fd;
 
 		if (nopfs_stop_requested())
-			return NOPFS_ERR_CANCELED; /* the scan of a large dataset takes long */
+			return; /* the walk sees it too */
+		fd = open(a->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		stream = fd >= 0 ? fdopendir(fd) : NULL;
+		if (!stream) {
+			a->error = errno ? errno : EIO;
+			if (fd >= 0)
+				close(fd);
+			a->read = true;
+			continue;
+		}
+		for (;;) {
+			errno = 0;
+			dent = readdir(stream);
+			if (!dent)
+				break;
+			if (!ahead_add(a, dent)) {
+				errno = ENOMEM;
+				break;
+			}
+		}
+		a->error = errno;
+		closedir(stream);
+		if (a->error == ENOMEM)
+			ahead_free(a); /* the walk tries again */
+		else
+			a->read = true;
+	}
+}
+
+/* Read the listings of @aheads[0 .. @count) at once. */
+static void read_ahead(struct ahead *aheads, uint32_t count)
+{
+	struct ahead_job jobs[AHEAD_THREADS];
+	uint32_t threads = count < AHEAD_THREADS ? count : AHEAD_THREADS;
+	uint32_t per = threads ? (count + threads - 1) / threads : 0;
+
+	for (uint32_t t = 0; t < threads; t++)
+		jobs[t] = (struct ahead_job){
+			.aheads = aheads,
+			.begin = t * per < count ? t * per : count,
+			.end = (t + 1) * per < count ? (t + 1) * per : count,
+		};
+	nopfs_parallel_run(ahead_job_run, jobs, sizeof(jobs[0]), threads);
+}
+
+static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path,
+                             const struct ahead *ahead);
+
+/* Append a new entry (zeroed, not a directory) named @name; NULL without memory. */
+static struct nopfs_meta_entry *entry_add(struct scan *scan, const char *name, uint64_t d_ino,
+                                          uint8_t d_type)
+{
+	struct nopfs_meta_entry *e;
+
+	if (!grow((void **)&scan->entries, &scan->entry_capacity, scan->entry_count,
+	          sizeof(*scan->entries))) {
+		scan->failed = true;
+		return NULL;
+	}
+	e = &scan->entries[scan->entry_count];
+	memset(e, 0, sizeof(*e));
+	e->name = add_name(scan, name);
+	e->d_ino = d_ino;
+	e->d_type = d_type;
+	e->dir = NOPFS_META_NONE;
+	scan->entry_count++;
+	return e;
+}
+
+/* Whether entry @i is a directory (after following) to walk into. */
+static bool is_subdir(const struct scan *scan, uint32_t i)
+{
+	const struct nopfs_meta_entry *e = &scan->entries[i];
+	const char *name = scan->names + e->name;
+
+	return !e->stat.error && S_ISDIR(e->stat.mode) && strcmp(name, ".") && strcmp(name, "..");
+}
+
+static nopfs_status list_entries(struct scan *scan, uint32_t d, const char *path, int fd,
+                                 uint32_t first, uint32_t count);
+
+/*
+ * The entries of @stream, appended: readdir's errno (0: all read), -1
+ * without memory, -2 when stopped.
+ */
+static int read_entries(struct scan *scan, DIR *stream)
+{
+	struct dirent *dent;
+
+	for (;;) {
+		if (nopfs_stop_requested())
+			return -2; /* the scan of a large dataset takes long */
 		errno = 0;
 		dent = readdir(stream);
 		if (!dent)
-			break;
-		if (!grow((void **)&scan->entries, &scan->entry_capacity, scan->entry_count,
-		          sizeof(*scan->entries))) {
-			scan->failed = true;
-			return NOPFS_ERR_NOMEM;
-		}
-		e = &scan->entries[scan->entry_count];
-		memset(e, 0, sizeof(*e));
-		e->name = add_name(scan, dent->d_name);
-		e->d_ino = dent->d_ino;
-		e->d_type = dent->d_type;
-		e->dir = NOPFS_META_NONE;
-		scan->entry_count++;
+			return errno;
+		if (!entry_add(scan, dent->d_name, dent->d_ino, dent->d_type))
+			return -1;
 	}
-	if (errno) {
+}
+
+/*
+ * Read directory @d at @path (open as @stream, or read ahead as @ahead) into
+ * the entries, then its subdirectories.
+ */
+static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DIR *stream,
+                             const struct ahead *ahead)
+{
+	uint32_t first = scan->entry_count, count;
+	int fd = stream ? dirfd(stream) : -1, error = 0;
+	nopfs_status status;
+
+	if (stream) {
+		error = read_entries(scan, stream);
+	} else {
+		for (uint32_t i = 0; i < ahead->count && error == 0; i++)
+			if (!entry_add(scan, ahead->names + ahead->entries[i].name,
+			               ahead->entries[i].d_ino, ahead->entries[i].d_type))
+				error = -1;
+		if (error == 0)
+			error = ahead->error;
+	}
+	if (error == -2)
+		return NOPFS_ERR_CANCELED;
+	if (error == -1)
+		return NOPFS_ERR_NOMEM;
+	if (error) {
 		/* Unreadable: forget what was read, the PFS answers for it. */
 		scan->entry_count = first;
 		scan->unlisted++;
@@ -281,6 +470,29 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 		scan->unlisted++;
 		return NOPFS_OK;
 	}
+	if (fd < 0 && to_stat(scan, first, count)) {
+		/* read ahead, but with entries to stat: opened again for them */
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0) {
+			scan->entry_count = first;
+			scan->unlisted++;
+			return NOPFS_OK;
+		}
+	}
+	status = list_entries(scan, d, path, fd, first, count);
+	if (!stream && fd >= 0)
+		close(fd);
+	return status;
+}
+
+/* Stat, follow and walk into the @count entries from @first of @d, open at @fd. */
+static nopfs_status list_entries(struct scan *scan, uint32_t d, const char *path, int fd,
+                                 uint32_t first, uint32_t count)
+{
+	struct ahead *aheads = NULL;
+	uint32_t planned = first, ahead_at[AHEAD_BATCH], ahead_count = 0, next_ahead = 0;
+	nopfs_status status = NOPFS_OK;
+
 	stat_entries(scan, fd, first, count);
 	if (nopfs_stop_requested())
 		return NOPFS_ERR_CANCELED;
@@ -312,22 +524,51 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 	scan->dirs[d].first = first;
 	scan->dirs[d].count = count;
 	scan->dirs[d].listed = 1;
-	for (uint32_t i = first; i < first + count; i++) {
+	for (uint32_t i = first; i < first + count && status == NOPFS_OK; i++) {
 		struct nopfs_meta_entry *e = &scan->entries[i];
 		const char *name = scan->names + e->name;
+		const struct ahead *ahead = NULL;
 		char child[PATH_MAX];
-		nopfs_status status;
 		uint32_t sub;
 
-		if (e->stat.error || !S_ISDIR(e->stat.mode) || !strcmp(name, ".") ||
-		    !strcmp(name, ".."))
+		if (!is_subdir(scan, i))
 			continue;
 		if ((size_t)snprintf(child, sizeof(child), "%s/%s", path, name) >= sizeof(child))
 			continue;
+		if (i >= planned && scan->listing_only && !S_ISLNK(e->lstat.mode)) {
+			/* the next batch of (real) subdirectories, read at once */
+			if (!aheads)
+				aheads = calloc(AHEAD_BATCH, sizeof(*aheads));
+			for (uint32_t k = 0; k < ahead_count; k++)
+				ahead_free(&aheads[k]);
+			ahead_count = next_ahead = 0;
+			for (planned = i;
+			     aheads && planned < first + count && ahead_count < AHEAD_BATCH;
+			     planned++) {
+				struct ahead *a = &aheads[ahead_count];
+
+				if (!is_subdir(scan, planned) ||
+				    S_ISLNK(scan->entries[planned].lstat.mode) ||
+				    (size_t)snprintf(a->path, sizeof(a->path), "%s/%s", path,
+				                     scan->names + scan->entries[planned].name) >=
+				            sizeof(a->path))
+					continue;
+				a->error = 0;
+				ahead_at[ahead_count++] = planned;
+			}
+			if (ahead_count > 1)
+				read_ahead(aheads, ahead_count);
+		}
+		while (next_ahead < ahead_count && ahead_at[next_ahead] < i)
+			next_ahead++;
+		if (next_ahead < ahead_count && ahead_at[next_ahead] == i &&
+		    aheads[next_ahead].read)
+			ahead = &aheads[next_ahead];
 		if (!grow((void **)&scan->dirs, &scan->dir_capacity, scan->dir_count,
 		          sizeof(*scan->dirs))) {
 			scan->failed = true;
-			return NOPFS_ERR_NOMEM;
+			status = NOPFS_ERR_NOMEM;
+			break;
 		}
 		sub = scan->dir_count++;
 		memset(&scan->dirs[sub], 0, sizeof(scan->dirs[sub]));
@@ -347,15 +588,22 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 			scan->dirs[sub].realpath = add_name(scan, real);
 		}
 		scan->entries[i].dir = sub;
-		status = scan_dir(scan, sub, child);
-		if (status)
-			return status;
+		status = scan_dir(scan, sub, child, ahead);
 	}
-	return scan->failed ? NOPFS_ERR_NOMEM : NOPFS_OK;
+	for (uint32_t k = 0; aheads && k < ahead_count; k++)
+		ahead_free(&aheads[k]);
+	free(aheads);
+	if (status == NOPFS_OK && scan->failed)
+		status = NOPFS_ERR_NOMEM;
+	return status;
 }
 
-/* Open and list directory @d at @path, unless it is an ancestor again. */
-static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path)
+/*
+ * Open and list directory @d at @path (or take its listing read ahead),
+ * unless it is an ancestor again.
+ */
+static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path,
+                             const struct ahead *ahead)
 {
 	const struct nopfs_meta_stat *st = &scan->entries[scan->dirs[d].self].stat;
 	nopfs_status status;
@@ -374,9 +622,14 @@ static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path)
 		scan->unlisted++;
 		return NOPFS_OK;
 	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	stream = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!stream) {
+	if (ahead) {
+		fd = -1;
+		stream = NULL;
+	} else {
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		stream = fd >= 0 ? fdopendir(fd) : NULL;
+	}
+	if (!stream && !ahead) {
 		if (fd >= 0)
 			close(fd);
 		if (d == 0) {
@@ -390,9 +643,10 @@ static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path)
 	scan->ancestors[scan->depth].dev_major = st->dev_major;
 	scan->ancestors[scan->depth].dev_minor = st->dev_minor;
 	scan->depth++;
-	status = list_dir(scan, d, path, stream);
+	status = list_dir(scan, d, path, stream, ahead);
 	scan->depth--;
-	closedir(stream);
+	if (stream)
+		closedir(stream);
 	return status;
 }
 
@@ -480,7 +734,7 @@ static nopfs_status meta_scan(const char *root, size_t budget, bool listing_only
 		status = nopfs_status_from_errno(errno);
 		goto out;
 	}
-	status = scan_dir(scan, 0, root);
+	status = scan_dir(scan, 0, root, NULL);
 	if (status == NOPFS_OK && scan->failed)
 		status = NOPFS_ERR_NOMEM;
 	if (status == NOPFS_OK)

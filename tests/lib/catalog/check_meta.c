@@ -434,6 +434,82 @@ START_TEST(many_files_paced)
 }
 END_TEST
 
+/*
+ * A tree of many subdirectories, read ahead in batches: 150 class folders
+ * (three batches), symbolic links to directories among them, nested
+ * folders with their own; the listing equals the full scan, which walks
+ * them one by one, directory by directory and entry by entry.
+ */
+START_TEST(many_directories_read_ahead)
+{
+	struct nopfs_meta_view full, listed;
+	void *full_buffer, *listed_buffer;
+	size_t full_length, listed_length;
+	char name[64], path[512];
+	uint64_t made = 0;
+	unsigned int most = 0;
+	const char *why;
+
+	make("classes", true);
+	for (unsigned int d = 0; d < 150; d++) {
+		snprintf(name, sizeof(name), "classes/c%03u", d);
+		make(name, true);
+		for (unsigned int f = 0; f < d % 4; f++) {
+			snprintf(name, sizeof(name), "classes/c%03u/%u.jpg", d, f);
+			make(name, false);
+		}
+		if (d % 37 == 0) {
+			snprintf(name, sizeof(name), "classes/c%03u/sub", d);
+			make(name, true);
+			snprintf(name, sizeof(name), "classes/c%03u/sub/deep", d);
+			make(name, true);
+			snprintf(name, sizeof(name), "classes/c%03u/sub/x.jpg", d);
+			make(name, false);
+		}
+		if (d % 50 == 7) {
+			snprintf(path, sizeof(path), "%s/classes/l%03u", root, d);
+			ck_assert_int_eq(symlink("../a", path), 0);
+		}
+	}
+	ck_assert_int_eq(nopfs_meta_scan(root, (size_t)1 << 24, &full_buffer, &full_length),
+	                 NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_view_init(&full, full_buffer, full_length, &why), NOPFS_OK);
+	ck_assert_int_eq(
+	        nopfs_meta_scan_listing(root, (size_t)1 << 24, &listed_buffer, &listed_length),
+	        NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_stat_files(listed_buffer, listed_length, 4, &made, &most),
+	                 NOPFS_OK);
+	ck_assert_int_eq(nopfs_meta_view_init(&listed, listed_buffer, listed_length, &why),
+	                 NOPFS_OK);
+	ck_assert_uint_ge(full.header->dir_count, 150 + 2 * 5);
+	ck_assert_uint_eq(listed.header->dir_count, full.header->dir_count);
+	ck_assert_uint_eq(listed.header->entry_count, full.header->entry_count);
+	ck_assert_uint_eq(listed.header->unlisted, full.header->unlisted);
+	for (uint32_t d = 0; d < full.header->dir_count; d++) {
+		ck_assert_str_eq(nopfs_meta_name(&listed, listed.dirs[d].realpath),
+		                 nopfs_meta_name(&full, full.dirs[d].realpath));
+		ck_assert_uint_eq(listed.dirs[d].self, full.dirs[d].self);
+		ck_assert_uint_eq(listed.dirs[d].first, full.dirs[d].first);
+		ck_assert_uint_eq(listed.dirs[d].count, full.dirs[d].count);
+	}
+	for (uint32_t e = 0; e < full.header->entry_count; e++) {
+		const struct nopfs_meta_entry *x = &listed.entries[e], *y = &full.entries[e];
+
+		ck_assert_str_eq(nopfs_meta_name(&listed, x->name),
+		                 nopfs_meta_name(&full, y->name));
+		ck_assert_uint_eq(x->d_ino, y->d_ino);
+		ck_assert_uint_eq(x->d_type, y->d_type);
+		ck_assert_uint_eq(x->dir, y->dir);
+		ck_assert_int_eq(x->stat.error, y->stat.error);
+		ck_assert_uint_eq(x->stat.ino, y->stat.ino);
+		ck_assert_uint_eq(x->stat.mode, y->stat.mode);
+		ck_assert_uint_eq(x->lstat.mode, y->lstat.mode);
+	}
+	free(listed_buffer);
+	free(full_buffer);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("meta");
@@ -447,6 +523,7 @@ int main(void)
 	tcase_add_test(tc, damaged_buffers_refused);
 	tcase_add_test(tc, listing_then_files);
 	tcase_add_test(tc, many_files_paced);
+	tcase_add_test(tc, many_directories_read_ahead);
 	suite_add_tcase(suite, tc);
 	tc = tcase_create("catalog");
 	tcase_add_test(tc, catalog_from_metadata);
