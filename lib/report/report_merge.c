@@ -48,6 +48,7 @@ struct node_figures {
 	/* Dataset metadata calls of its ranks ("metadata"; reports before it: none). */
 	uint64_t meta_served, meta_passed, meta_unlisted, meta_changed, meta_passed_changed;
 	uint64_t meta_passed_absent; /* passed with no metadata in the rank */
+	bool meta_published;         /* the agent gave its tasks the metadata */
 	const char *meta_not_served; /* the agent's reason, or NULL */
 	const json_t *meta_per_rank; /* NULL: none */
 };
@@ -69,6 +70,7 @@ static bool read_metadata(struct report_keys *keys, struct node_figures *f)
 	report_optional_uint(keys, "metadata.passed_changed", &f->meta_passed_changed);
 	report_optional_uint(keys, "metadata.passed_absent", &f->meta_passed_absent);
 	report_optional_string(keys, "metadata.not_served", &f->meta_not_served);
+	f->meta_published = json_is_true(report_get(keys->report, "metadata.published"));
 	if (!report_object(keys, "metadata.per_rank", &f->meta_per_rank))
 		return false;
 	json_object_foreach((json_t *)f->meta_per_rank, name, rank)
@@ -434,15 +436,17 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			            "from the PFS themselves",
 			            n->node, n->pfs_failed, n->pfs_changed);
 		if (n->meta_passed_absent)
-			add_problem(problems,
-			            "node %" PRIu32 ": %" PRIu64
-			            " dataset metadata calls of its ranks reached the PFS with no "
-			            "metadata from the agent to answer them: %s",
-			            n->node, n->meta_passed_absent,
-			            n->meta_not_served
-			                    ? n->meta_not_served
-			                    : "the agent published none in time (its log, "
-			                      "and the ranks' standard error, say more)");
+			add_problem(
+			        problems,
+			        "node %" PRIu32 ": %" PRIu64
+			        " dataset metadata calls of its ranks reached the PFS with no "
+			        "metadata from the agent to answer them: %s",
+			        n->node, n->meta_passed_absent,
+			        n->meta_not_served ? n->meta_not_served
+			        : n->meta_published
+			                ? "the agent gave them the metadata, but they found none "
+			                  "usable when they asked (their standard error says why)"
+			                : "the agent gave them none (its log says why)");
 		else if (n->meta_not_served)
 			add_problem(problems, "node %" PRIu32 ": dataset metadata not served: %s",
 			            n->node, n->meta_not_served);

@@ -586,6 +586,15 @@ static int map_meta(void)
 		nanosleep(&pause, NULL);
 	}
 	meta.waited = true; /* once, at the first look */
+	if (state != 1 && wait_ms)
+		warn_once(&warned_meta,
+		          "no usable dataset metadata in %s after %.1f s (%s): this process "
+		          "lists and stats the dataset on the PFS",
+		          stage.path,
+		          (double)(nopfs_clock_now_ms() - (deadline - wait_ms)) / 1000.0,
+		          !stage_dir_usable() ? "the staging directory is not usable"
+		          : agent_serves()    ? "the agent serves without it"
+		                              : "waited as long as NOPFS_META_WAIT says");
 	if (state != 1)
 		return -1;
 	meta.generations++;

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -88,6 +89,27 @@ try:
     absent = re.search(rb"0 served, (\d+) passed to the PFS \(0 of them for directories changed "
                        rb"since the scan, (\d+) with no usable metadata\)", stderr)
     assert absent and int(absent[1]) == int(absent[2]) > 0, stderr[-500:]
+    # A task started before its agent (NOPFS_META_WAIT) whose agent never
+    # puts the metadata there: it waits that long, says so, lists the
+    # dataset on the file system and counts those calls as reaching it.
+    early_stage, early_runtime = tempfile.mkdtemp(), tempfile.mkdtemp()
+    started = time.time()
+    early_listing, stderr = listing(dict(agent.env(9), NOPFS_STAGE_DIR=early_stage,
+                                         NOPFS_SOCKET=os.path.join(early_runtime, "agent.sock"),
+                                         NOPFS_META_WAIT="1"))
+    waited = time.time() - started
+    assert early_listing == listing(None)[0], "the early task did not list the dataset as it is"
+    assert waited >= 1.0, f"the early task waited {waited:.2f} s for the metadata, not 1 s"
+    assert (b"no usable dataset metadata in " + early_stage.encode() + b" after 1.0 s "
+            b"(waited as long as NOPFS_META_WAIT says)") in stderr, stderr[-500:]
+    counts = [name for name in os.listdir(early_stage) if name.startswith(".meta-9-")]
+    assert len(counts) == 1, os.listdir(early_stage)
+    with open(os.path.join(early_stage, counts[0])) as f:
+        fields = f.read().split()
+    assert fields[:4] == ["nopfs-meta", "2", "9", "0"] and fields[3 + 1] == fields[6] != "0" \
+        and fields[5] == "0", fields
+    shutil.rmtree(early_stage)
+    shutil.rmtree(early_runtime)
     if agent.stop() != 0:
         raise AssertionError("agent exited with an error")
     report = agent.read_report()

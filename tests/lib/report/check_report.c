@@ -557,7 +557,8 @@ START_TEST(metadata_counts)
 	              "%s", text);
 	ck_assert_msg(has_problem(merged, "node 0: 2 dataset metadata calls of its ranks reached "
 	                                  "the PFS with no metadata from the agent to answer them: "
-	                                  "the agent published none in time"),
+	                                  "the agent gave them the metadata, but they found none "
+	                                  "usable when they asked"),
 	              "%s", text);
 	ck_assert_msg(has_problem(merged, "node 1: 1 dataset metadata calls of its ranks reached "
 	                                  "the PFS with no metadata from the agent to answer them: "
@@ -567,8 +568,12 @@ START_TEST(metadata_counts)
 	json_decref(merged);
 	json_object_set_new(json_object_get(nodes[1], "metadata"), "passed_absent",
 	                    json_integer(0));
+	json_object_set_new(json_object_get(nodes[0], "metadata"), "published", json_false());
 	merged = merge(nodes, 2, 2);
 	ck_assert_ptr_nonnull(merged);
+	ck_assert(has_problem(merged, "node 0: 2 dataset metadata calls of its ranks reached the "
+	                              "PFS with no metadata from the agent to answer them: the "
+	                              "agent gave them none (its log says why)"));
 	ck_assert(has_problem(merged, "node 1: dataset metadata not served: no dataset metadata "
 	                              "from node 0 in '/x' (No such file)"));
 	json_decref(merged);
