@@ -5,8 +5,9 @@
 # answering METADATA_RATE operations a second, each after METADATA_LATENCY
 # ms (default 0.2). METADATA_RATES (default "5000 2000") lists the rates to
 # measure, one after the other on the same dataset (the cluster is started
-# again for each). The dataset: FILES files (default 100000) in DIRS class
-# folders (default 1000), 1 KiB each. Each rank runs torchvision's
+# again for each; the dataset is made and removed on an unlimited one).
+# The dataset: FILES files (default 100000) in DIRS class folders (default
+# 1000), 1 KiB each. Each rank runs torchvision's
 # ImageFolder, a DistributedSampler and a DataLoader until its first batch
 # (first_batch.py); under nopfs the tasks start at once
 # (--nopfs-start=early). Prints, for each of REPEAT runs (default 3) and
@@ -24,7 +25,9 @@ DIRS=${DIRS:-1000}
 REPEAT=${REPEAT:-3}
 read -r -a RATES <<<"${METADATA_RATES:-5000 2000}"
 emulate() { echo "--metadata-rate $1 --metadata-latency ${METADATA_LATENCY:-0.2}"; }
-NOPFS_CLUSTER_PFS_EMULATE=$(emulate "${RATES[0]}")
+# The dataset is made (and removed at the end) on an unlimited server.
+UNLIMITED="--metadata-latency 0"
+NOPFS_CLUSTER_PFS_EMULATE=$UNLIMITED
 export NOPFS_CLUSTER_PFS_EMULATE
 PLUGIN_NEEDS_TORCH=1
 top_srcdir=${top_srcdir:-$(dirname "$0")/..}
@@ -104,6 +107,8 @@ for rate in "${RATES[@]}"; do
 		"  nopfs / plain, pairs of runs: median $(median "${ratios[@]}") ($(spread "${ratios[@]}"))")
 done
 printf '%s\n' "${summary[@]}"
+NOPFS_CLUSTER_PFS_EMULATE=$UNLIMITED
+"$NC" up --nodes 3 >/dev/null
 # The job reports come once the agents have stopped (after srun): 30 s at
 # most for the last. Each run's ranks' calls served and passed, with the
 # report's problems about the metadata (why a rank had none).
