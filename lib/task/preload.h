@@ -36,12 +36,6 @@ struct nopfs_meta_view;
 const struct nopfs_meta_view *nopfs_preload_meta(void);
 
 /*
- * Whether nopfs_preload_meta() is known to give NULL (not configured, or
- * none since the first look): no need to look at a call's path.
- */
-bool nopfs_preload_meta_absent(void);
-
-/*
  * When @path (relative to @dirfd as the *at() calls take it) names the
  * dataset root or something under it, lexically, the rest of the path after
  * the root ("" for the root itself, else starting with "/") into @rest.

@@ -127,7 +127,7 @@ static bool lookup(int dirfd, const char *path, bool follow, struct lookup *l)
 	 */
 	if (!nopfs_preload_in_dataset(dirfd, path, rest, sizeof(rest)))
 		return false;
-	l->view = nopfs_preload_meta_absent() ? NULL : nopfs_preload_meta();
+	l->view = nopfs_preload_meta();
 	if (!l->view) {
 		nopfs_preload_count_meta(NOPFS_PRELOAD_META_ABSENT);
 		return false;
@@ -944,7 +944,7 @@ static bool scandir_is_ours(const char *path, struct lookup *l)
 	if (!nopfs_preload_busy && path) {
 		nopfs_preload_busy = 1;
 		ours = nopfs_preload_in_dataset(AT_FDCWD, path, l->absolute, sizeof(l->absolute));
-		if (ours && (nopfs_preload_meta_absent() || !nopfs_preload_meta())) {
+		if (ours && !nopfs_preload_meta()) {
 			nopfs_preload_count_meta(NOPFS_PRELOAD_META_ABSENT);
 			ours = false;
 		}

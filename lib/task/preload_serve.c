@@ -637,12 +637,6 @@ static bool meta_still_there(void)
 	return state == 1;
 }
 
-bool nopfs_preload_meta_absent(void)
-{
-	pthread_once(&config_once, config_init);
-	return !config.enabled || __atomic_load_n(&meta.state, __ATOMIC_ACQUIRE) == -1;
-}
-
 const struct nopfs_meta_view *nopfs_preload_meta(void)
 {
 	int state, cancel_state;

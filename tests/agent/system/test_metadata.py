@@ -106,7 +106,7 @@ try:
     assert len(counts) == 1, os.listdir(early_stage)
     with open(os.path.join(early_stage, counts[0])) as f:
         fields = f.read().split()
-    assert fields[:4] == ["nopfs-meta", "2", "9", "0"] and fields[3 + 1] == fields[6] != "0" \
+    assert fields[:4] == ["nopfs-meta", "2", "9", "0"] and fields[4] == fields[6] != "0" \
         and fields[5] == "0", fields
     shutil.rmtree(early_stage)
     shutil.rmtree(early_runtime)
