@@ -70,26 +70,52 @@ static bool grow(void **array, uint32_t *capacity, uint32_t count, size_t size)
 	return true;
 }
 
+/*
+ * Append @name (with its NUL) to the names @names, @length bytes of
+ * @capacity used: its offset, or SIZE_MAX without memory.
+ */
+static size_t append_name(char **names, size_t *length, size_t *capacity, const char *name)
+{
+	size_t size = strlen(name) + 1, offset = *length;
+
+	while (*length + size > *capacity) {
+		size_t bigger_capacity = *capacity ? *capacity * 2 : 4096;
+		char *bigger = realloc(*names, bigger_capacity);
+
+		if (!bigger)
+			return SIZE_MAX;
+		*names = bigger;
+		*capacity = bigger_capacity;
+	}
+	memcpy(*names + offset, name, size);
+	*length += size;
+	return offset;
+}
+
 /* Append @name (with its NUL); its offset, or 0 on failure (failed set). */
 static uint64_t add_name(struct scan *scan, const char *name)
 {
-	size_t length = strlen(name) + 1;
-	uint64_t offset = scan->names_length;
+	size_t offset = append_name(&scan->names, &scan->names_length, &scan->names_capacity, name);
 
-	while (scan->names_length + length > scan->names_capacity) {
-		size_t capacity = scan->names_capacity ? scan->names_capacity * 2 : 4096;
-		char *bigger = realloc(scan->names, capacity);
-
-		if (!bigger) {
-			scan->failed = true;
-			return 0;
-		}
-		scan->names = bigger;
-		scan->names_capacity = capacity;
+	if (offset == SIZE_MAX) {
+		scan->failed = true;
+		return 0;
 	}
-	memcpy(scan->names + offset, name, length);
-	scan->names_length += length;
 	return offset;
+}
+
+/* @path opened as a directory stream, or NULL with errno set. */
+static DIR *open_stream(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), error;
+	DIR *stream = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!stream && fd >= 0) {
+		error = errno;
+		close(fd);
+		errno = error;
+	}
+	return stream;
 }
 
 static void stat_at(int dirfd, const char *name, int flags, struct nopfs_meta_stat *out)
@@ -195,11 +221,14 @@ static uint32_t to_stat(const struct scan *scan, uint32_t first, uint32_t count)
 	return n;
 }
 
-/* Stat the entries (@fd: their directory, -1 when none needs a stat). */
-static void stat_entries(struct scan *scan, int fd, uint32_t first, uint32_t count)
+/*
+ * Stat the entries, @stats of which need a stat (to_stat(); @fd: their
+ * directory, -1 when none does).
+ */
+static void stat_entries(struct scan *scan, int fd, uint32_t first, uint32_t count, uint32_t stats)
 {
 	struct stat_job jobs[STAT_THREADS];
-	uint32_t threads = to_stat(scan, first, count) / STAT_PER_THREAD, per;
+	uint32_t threads = stats / STAT_PER_THREAD, per;
 
 	if (threads < 1)
 		threads = 1;
@@ -290,24 +319,15 @@ struct ahead_job {
 
 static bool ahead_add(struct ahead *a, const struct dirent *dent)
 {
-	size_t length = strlen(dent->d_name) + 1;
+	size_t name;
 
 	if (!grow((void **)&a->entries, &a->capacity, a->count, sizeof(*a->entries)))
 		return false;
-	while (a->names_length + length > a->names_capacity) {
-		size_t capacity = a->names_capacity ? a->names_capacity * 2 : 4096;
-		char *bigger = realloc(a->names, capacity);
-
-		if (!bigger)
-			return false;
-		a->names = bigger;
-		a->names_capacity = capacity;
-	}
-	memcpy(a->names + a->names_length, dent->d_name, length);
-	a->entries[a->count++] = (struct ahead_entry){ .d_ino = dent->d_ino,
-		                                       .name = a->names_length,
-		                                       .d_type = dent->d_type };
-	a->names_length += length;
+	name = append_name(&a->names, &a->names_length, &a->names_capacity, dent->d_name);
+	if (name == SIZE_MAX)
+		return false;
+	a->entries[a->count++] =
+	        (struct ahead_entry){ .d_ino = dent->d_ino, .name = name, .d_type = dent->d_type };
 	return true;
 }
 
@@ -330,16 +350,12 @@ static void ahead_job_run(void *arg)
 		struct ahead *a = &job->aheads[i];
 		struct dirent *dent;
 		DIR *stream;
-		int fd;
 
 		if (nopfs_stop_requested())
 			return; /* the walk sees it too */
-		fd = open(a->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		stream = fd >= 0 ? fdopendir(fd) : NULL;
+		stream = open_stream(a->path);
 		if (!stream) {
 			a->error = errno ? errno : EIO;
-			if (fd >= 0)
-				close(fd);
 			a->read = true;
 			continue;
 		}
@@ -412,7 +428,7 @@ static bool is_subdir(const struct scan *scan, uint32_t i)
 }
 
 static nopfs_status list_entries(struct scan *scan, uint32_t d, const char *path, int fd,
-                                 uint32_t first, uint32_t count);
+                                 uint32_t first, uint32_t count, uint32_t stats);
 
 /*
  * The entries of @stream, appended: readdir's errno (0: all read), -1
@@ -441,7 +457,7 @@ static int read_entries(struct scan *scan, DIR *stream)
 static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DIR *stream,
                              const struct ahead *ahead)
 {
-	uint32_t first = scan->entry_count, count;
+	uint32_t first = scan->entry_count, count, stats;
 	int fd = stream ? dirfd(stream) : -1, error = 0;
 	nopfs_status status;
 
@@ -471,7 +487,8 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 		scan->unlisted++;
 		return NOPFS_OK;
 	}
-	if (fd < 0 && to_stat(scan, first, count)) {
+	stats = to_stat(scan, first, count);
+	if (fd < 0 && stats) {
 		/* read ahead, but with entries to stat: opened again for them */
 		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (fd < 0) {
@@ -480,21 +497,24 @@ static nopfs_status list_dir(struct scan *scan, uint32_t d, const char *path, DI
 			return NOPFS_OK;
 		}
 	}
-	status = list_entries(scan, d, path, fd, first, count);
+	status = list_entries(scan, d, path, fd, first, count, stats);
 	if (!stream && fd >= 0)
 		close(fd);
 	return status;
 }
 
-/* Stat, follow and walk into the @count entries from @first of @d, open at @fd. */
+/*
+ * Stat (@stats of them), follow and walk into the @count entries from @first
+ * of @d, open at @fd.
+ */
 static nopfs_status list_entries(struct scan *scan, uint32_t d, const char *path, int fd,
-                                 uint32_t first, uint32_t count)
+                                 uint32_t first, uint32_t count, uint32_t stats)
 {
 	struct ahead *aheads = NULL;
 	uint32_t planned = first, ahead_at[AHEAD_BATCH], ahead_count = 0, next_ahead = 0;
 	nopfs_status status = NOPFS_OK;
 
-	stat_entries(scan, fd, first, count);
+	stat_entries(scan, fd, first, count, stats);
 	if (nopfs_stop_requested())
 		return NOPFS_ERR_CANCELED;
 	for (uint32_t i = first; i < first + count; i++) {
@@ -609,7 +629,6 @@ static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path,
 	const struct nopfs_meta_stat *st = &scan->entries[scan->dirs[d].self].stat;
 	nopfs_status status;
 	DIR *stream;
-	int fd;
 
 	for (uint32_t i = 0; i < scan->depth; i++) {
 		if (scan->ancestors[i].ino == st->ino &&
@@ -623,16 +642,8 @@ static nopfs_status scan_dir(struct scan *scan, uint32_t d, const char *path,
 		scan->unlisted++;
 		return NOPFS_OK;
 	}
-	if (ahead) {
-		fd = -1;
-		stream = NULL;
-	} else {
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		stream = fd >= 0 ? fdopendir(fd) : NULL;
-	}
+	stream = ahead ? NULL : open_stream(path);
 	if (!stream && !ahead) {
-		if (fd >= 0)
-			close(fd);
 		if (d == 0) {
 			nopfs_error("cannot list the dataset root '%s': %m", path);
 			return nopfs_status_from_errno(errno);
