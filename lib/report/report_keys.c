@@ -121,26 +121,28 @@ bool report_array(struct report_keys *keys, const char *path, const json_t **out
 	return true;
 }
 
-bool report_optional_string(struct report_keys *keys, const char *path, const char **out)
+/* An optional key: 1 when @path is there and not null, 0 when not, -1 after an error. */
+static int optional(const struct report_keys *keys, const char *path)
 {
 	const json_t *value = report_get(keys->report, path);
 
-	*out = NULL;
 	if (!keys->ok)
-		return false;
-	if (!value || json_is_null(value))
-		return true;
-	return report_string(keys, path, out);
+		return -1;
+	return value && !json_is_null(value);
+}
+
+bool report_optional_string(struct report_keys *keys, const char *path, const char **out)
+{
+	int there = optional(keys, path);
+
+	*out = NULL;
+	return there > 0 ? report_string(keys, path, out) : there == 0;
 }
 
 bool report_optional_uint(struct report_keys *keys, const char *path, uint64_t *out)
 {
-	const json_t *value = report_get(keys->report, path);
+	int there = optional(keys, path);
 
 	*out = 0;
-	if (!keys->ok)
-		return false;
-	if (!value || json_is_null(value))
-		return true;
-	return report_uint(keys, path, out);
+	return there > 0 ? report_uint(keys, path, out) : there == 0;
 }
