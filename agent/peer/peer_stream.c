@@ -12,10 +12,12 @@
  * the only one whose requests it carries. A request is the sealed struct
  * peer_request of the UCX path; the answer a sealed struct peer_response
  * (kind PEER_STREAM_RESPONSE, the size in its length) and, when it carries
- * the bytes, chunks of PEER_STREAM_CHUNK bytes, each after a tag keyed for
- * the owner's chunks, nonce (chunk index, the response's sequence number):
- * the asker checks each chunk as it arrives and never keeps bytes that did
- * not verify, nor a chunk moved or taken from another response.
+ * the bytes, parts of PART_CHUNKS chunks of PEER_STREAM_CHUNK bytes, each
+ * part followed by its chunks' tags, keyed for the owner's chunks, nonce
+ * (chunk index, the response's sequence number): both sides tag a part
+ * while its bytes travel; the asker checks each chunk once its tag has
+ * come and never keeps bytes that did not verify, nor a chunk moved or
+ * taken from another response.
  *
  * Asking: a few connections per node are kept open, each used by one fetch
  * at a time. A fetch that finds none free, a node that published no stream
@@ -54,7 +56,7 @@
 #include "peer_internal.h"
 
 #define PEER_STREAM_CHUNK (64 * 1024)
-#define PART_CHUNKS       4   /* chunks tagged, then sent in one call: one wait, one lock */
+#define PART_CHUNKS       4   /* chunks sent in one call, then their tags: one wait, one lock */
 #define STREAM_OPEN_MAX   8   /* connections to one node, in use or idle */
 #define STREAM_SERVED_MAX 256 /* connections answered at once */
 #define STREAM_HELLO_MS   2000
@@ -71,7 +73,7 @@ struct peer_served {
 	uint64_t capacity;
 	/* what the socket did not take of a part lent by serve_view */
 	unsigned char spill[sizeof(struct peer_response) +
-	                    PART_CHUNKS * (PEER_TAG_BYTES + PEER_STREAM_CHUNK)];
+	                    PART_CHUNKS * (2 * PEER_TAG_BYTES + PEER_STREAM_CHUNK)];
 };
 
 /* ------------------------------------------------------------------------
@@ -279,8 +281,9 @@ static nopfs_status send_not_available(struct peer_served *served,
 }
 
 /*
- * An answer with bytes being sent: its header with the first chunk, then
- * the others, PART_CHUNKS at a time (a "part").
+ * An answer with bytes being sent: its header with the first part
+ * (PART_CHUNKS chunks), then the others, each after the tags of the one
+ * before, and the last part's tags.
  */
 struct answer_out {
 	struct peer_served *served;
@@ -293,6 +296,8 @@ struct answer_out {
 	uint64_t part_plan; /* this part's */
 	bool started;       /* something was sent: the answer cannot be another now */
 	size_t pending;     /* bytes in served->spill still to send */
+	unsigned char tags[PART_CHUNKS][PEER_TAG_BYTES]; /* the last part's, not sent yet */
+	size_t tags_length;
 };
 
 static size_t chunk_length(uint64_t size, uint64_t offset)
@@ -306,20 +311,49 @@ static uint32_t chunk_index(uint64_t offset)
 	return (uint32_t)(offset / PEER_STREAM_CHUNK);
 }
 
-/* The part at @offset: the first chunk alone (sent at once), then PART_CHUNKS chunks. */
+/* The part at @offset: PART_CHUNKS chunks, or what is left. */
 static size_t part_length(uint64_t size, uint64_t offset)
 {
-	uint64_t part = offset ? PART_CHUNKS * PEER_STREAM_CHUNK : PEER_STREAM_CHUNK;
-
-	return size - offset < part ? (size_t)(size - offset) : (size_t)part;
+	return size - offset < PART_CHUNKS * PEER_STREAM_CHUNK ? (size_t)(size - offset)
+	                                                       : PART_CHUNKS * PEER_STREAM_CHUNK;
 }
 
 /*
- * Send the part at out->offset (@data), after the header if it is the
- * first, each chunk tagged, in one call. With @wait false (the bytes are
- * lent under the agent's lock) nothing blocks: what the socket does not
- * take at once is copied to the spill buffer, which answer_flush() sends
- * once the lender is done.
+ * @iov sent on the served socket, after what is already set aside. With
+ * @wait false nothing blocks: what the socket does not take at once is
+ * copied to the spill buffer, which answer_flush() sends once the lender
+ * of the bytes is done.
+ */
+static nopfs_status send_or_spill(struct answer_out *out, struct iovec *iov, int count, bool wait)
+{
+	struct peer_served *served = out->served;
+	ssize_t sent = 0;
+
+	if (wait)
+		return write_all(served->fd, iov, count, out->deadline);
+	if (out->pending == 0) {
+		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = (size_t)count };
+
+		do
+			sent = sendmsg(served->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (sent < 0 && errno == EINTR);
+		if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return NOPFS_ERR_IO;
+	}
+	iov_advance(&iov, &count, sent > 0 ? (size_t)sent : 0);
+	for (int i = 0; i < count; i++) {
+		memcpy(served->spill + out->pending, iov[i].iov_base, iov[i].iov_len);
+		out->pending += iov[i].iov_len;
+	}
+	return NOPFS_OK;
+}
+
+/*
+ * Send the part at out->offset (@data) in one call, after the header if it
+ * is the first, after the tags of the part before if not. The part's own
+ * tags are worked out once its bytes are on their way (while the asker
+ * takes them, and works out the same) and go first in the next part's
+ * call, or alone after the sample's last part. @wait as send_or_spill().
  */
 static nopfs_status part_send(struct answer_out *out, const unsigned char *data, bool wait)
 {
@@ -330,45 +364,37 @@ static nopfs_status part_send(struct answer_out *out, const unsigned char *data,
 		.owner = served->plane->config.node,
 		.asker = out->request->asker,
 	};
-	unsigned char tags[PART_CHUNKS][PEER_TAG_BYTES];
-	struct iovec iovs[1 + 2 * PART_CHUNKS] = { { &header, sizeof(header) } };
-	struct iovec *iov = out->offset ? iovs + 1 : iovs;
-	int count = out->offset ? 0 : 1;
-	struct msghdr msg;
-	ssize_t sent;
+	struct iovec iovs[2], tags;
+	size_t c = 0;
+	nopfs_status status;
 
-	/* the length is the sample's size; its bytes follow in tagged chunks */
-	if (out->offset == 0 &&
-	    peer_auth_seal(served->plane, PEER_STREAM_RESPONSE, out->request->auth.generation,
-	                   &header, sizeof(header), NULL, out->request->size) != NOPFS_OK)
-		return NOPFS_ERR_INTERNAL;
-	if (out->offset == 0)
-		out->seq = header.auth.seq;
-	for (size_t at = 0, c = 0; at < out->length; c++) {
-		size_t length = chunk_length(out->request->size, out->offset + at);
-
-		if (!peer_auth_chunk_tag(served->chunks, out->seq, chunk_index(out->offset + at),
-		                         data + at, length, tags[c]))
+	/* the length is the sample's size; its bytes follow, a part then its tags */
+	if (out->offset == 0) {
+		if (peer_auth_seal(served->plane, PEER_STREAM_RESPONSE,
+		                   out->request->auth.generation, &header, sizeof(header), NULL,
+		                   out->request->size) != NOPFS_OK)
 			return NOPFS_ERR_INTERNAL;
-		iov[count++] = (struct iovec){ tags[c], PEER_TAG_BYTES };
-		iov[count++] = (struct iovec){ (void *)(data + at), length };
-		at += length;
+		out->seq = header.auth.seq;
+		iovs[0] = (struct iovec){ &header, sizeof(header) };
+	} else {
+		iovs[0] = (struct iovec){ out->tags, out->tags_length };
 	}
+	iovs[1] = (struct iovec){ (void *)data, out->length };
 	out->started = true;
-	if (wait)
-		return write_all(served->fd, iov, count, out->deadline);
-	msg = (struct msghdr){ .msg_iov = iov, .msg_iovlen = (size_t)count };
-	do
-		sent = sendmsg(served->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
-	while (sent < 0 && errno == EINTR);
-	if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
-		return NOPFS_ERR_IO;
-	iov_advance(&iov, &count, sent > 0 ? (size_t)sent : 0);
-	for (int i = 0; i < count; i++) {
-		memcpy(served->spill + out->pending, iov[i].iov_base, iov[i].iov_len);
-		out->pending += iov[i].iov_len;
+	status = send_or_spill(out, iovs, 2, wait);
+	if (status != NOPFS_OK)
+		return status;
+	for (size_t at = 0, length; at < out->length; at += length, c++) {
+		length = chunk_length(out->request->size, out->offset + at);
+		if (!peer_auth_chunk_tag(served->chunks, out->seq, chunk_index(out->offset + at),
+		                         data + at, length, out->tags[c]))
+			return NOPFS_ERR_INTERNAL;
 	}
-	return NOPFS_OK;
+	out->tags_length = c * PEER_TAG_BYTES;
+	if (out->offset + out->length < out->request->size)
+		return NOPFS_OK;
+	tags = (struct iovec){ out->tags, out->tags_length };
+	return send_or_spill(out, &tags, 1, wait);
 }
 
 /* Move @out to its next part. */
@@ -1028,75 +1054,131 @@ static void conn_give_back(struct peer_node *node, struct peer_stream_conn *conn
 		conn_close(conn);
 }
 
-/* Whether the chunk at @offset (@length bytes into @dest) of @response came with @tag. */
-static bool chunk_verifies(struct peer_plane *plane, struct peer_stream_conn *conn,
-                           const struct peer_response *response, const unsigned char *dest,
-                           uint64_t offset, size_t length, const unsigned char tag[PEER_TAG_BYTES])
-{
-	unsigned char expected[PEER_TAG_BYTES];
+/*
+ * The chunks of an answer being read: a window of up to READ_AHEAD of
+ * them (whole parts), each part's bytes (into the caller's buffer) then its
+ * tags, behind the answer's header for the first window. Each read takes
+ * what has come of the whole window, as a plain socket read takes what has
+ * come: one wait for several parts when the owner is ahead. A chunk's tag
+ * is worked out once its bytes are in (while the owner works out the
+ * same), and checked once the owner's has come.
+ */
+#define READ_AHEAD (4 * PART_CHUNKS)
+struct chunk_window {
+	struct iovec iovs[1 + 2 * READ_AHEAD / PART_CHUNKS];
+	struct iovec *chunk_iovs; /* the first part's bytes */
+	struct iovec *iov;        /* the first not full */
+	int count;                /* iovecs from iov on */
+	int chunks, tagged, checked;
+	uint64_t offsets[READ_AHEAD];
+	int part_iov[READ_AHEAD]; /* chunk_iovs[part_iov[c]]: chunk c's part's bytes; + 1: tags */
+	unsigned char tags[READ_AHEAD][PEER_TAG_BYTES];
+	unsigned char expected[READ_AHEAD][PEER_TAG_BYTES];
+};
 
-	if (peer_auth_chunk_tag(conn->chunks, response->auth.seq, chunk_index(offset),
-	                        dest + offset, length, expected) &&
-	    CRYPTO_memcmp(tag, expected, PEER_TAG_BYTES) == 0)
-		return true;
-	peer_count(plane, dropped, 1);
-	nopfs_warning("node %u: dropped a stream answer from node %u: chunk %" PRIu32
-	              " does not authenticate",
-	              plane->config.node, response->auth.node, chunk_index(offset));
-	return false;
+/* The window of parts from *@offset (moved past them), after @header if not NULL. */
+static void window_start(struct chunk_window *window, struct peer_response *header,
+                         unsigned char *dest, uint64_t size, uint64_t *offset)
+{
+	int count = 0, parts = 0;
+
+	if (header)
+		window->iovs[count++] = (struct iovec){ header, sizeof(*header) };
+	window->chunk_iovs = window->iovs + count;
+	window->chunks = window->tagged = window->checked = 0;
+	for (; window->chunks < READ_AHEAD && *offset < size; parts++) {
+		uint64_t end = *offset + part_length(size, *offset);
+		int first = window->chunks;
+
+		window->iovs[count++] = (struct iovec){ dest + *offset, (size_t)(end - *offset) };
+		for (; *offset < end; *offset += chunk_length(size, *offset), window->chunks++) {
+			window->offsets[window->chunks] = *offset;
+			window->part_iov[window->chunks] = 2 * parts;
+		}
+		window->iovs[count++] =
+		        (struct iovec){ window->tags[first],
+			                (size_t)(window->chunks - first) * PEER_TAG_BYTES };
+	}
+	window->iov = window->iovs;
+	window->count = count;
+}
+
+/* Whether chunk @c of @window is in: its bytes (ending at @end in the buffer). */
+static bool chunk_in(const struct chunk_window *window, int c, const unsigned char *end)
+{
+	const struct iovec *bytes = window->chunk_iovs + window->part_iov[c];
+
+	return window->iov > bytes ||
+	       (window->iov == bytes && (const unsigned char *)window->iov->iov_base >= end);
+}
+
+/* Whether chunk @c's tag is in. */
+static bool tag_in(const struct chunk_window *window, int c)
+{
+	return window->iov > window->chunk_iovs + window->part_iov[c] + 1;
 }
 
 /*
- * Read the chunks of an answer after the first into @dest, checking each
- * once it is whole. Each read takes what has come of the next READ_AHEAD
- * chunks, as a plain socket read takes what has come: one wait for several
- * chunks when the owner is ahead.
+ * Tag the chunks of @window whose bytes are in, check those whose tags are
+ * in; false (the answer dropped) at a chunk that does not authenticate.
  */
-#define READ_AHEAD 16
+static bool window_check(struct peer_plane *plane, struct peer_stream_conn *conn,
+                         const struct peer_response *response, unsigned char *dest, uint64_t size,
+                         struct chunk_window *window)
+{
+	for (; window->tagged < window->chunks; window->tagged++) {
+		uint64_t offset = window->offsets[window->tagged];
+		size_t length = chunk_length(size, offset);
+
+		if (!chunk_in(window, window->tagged, dest + offset + length))
+			break;
+		if (!peer_auth_chunk_tag(conn->chunks, response->auth.seq, chunk_index(offset),
+		                         dest + offset, length, window->expected[window->tagged]))
+			return false;
+	}
+	for (; window->checked < window->tagged && tag_in(window, window->checked);
+	     window->checked++) {
+		if (CRYPTO_memcmp(window->tags[window->checked], window->expected[window->checked],
+		                  PEER_TAG_BYTES) != 0) {
+			peer_count(plane, dropped, 1);
+			nopfs_warning(
+			        "node %u: dropped a stream answer from node %u: chunk %" PRIu32
+			        " does not authenticate",
+			        plane->config.node, response->auth.node,
+			        chunk_index(window->offsets[window->checked]));
+			return false;
+		}
+	}
+	return true;
+}
+
+/* Read and check the rest of @window, then the windows after it, until @size. */
 static nopfs_status read_chunks(struct peer_plane *plane, struct peer_stream_conn *conn,
                                 const struct peer_response *response, unsigned char *dest,
-                                uint64_t size, uint64_t deadline)
+                                uint64_t size, struct chunk_window *window, uint64_t offset,
+                                uint64_t deadline)
 {
-	unsigned char tags[READ_AHEAD][PEER_TAG_BYTES];
-	struct iovec iovs[2 * READ_AHEAD];
-	uint64_t offset = chunk_length(size, 0);
-
-	while (offset < size) {
-		uint64_t offsets[READ_AHEAD];
-		size_t lengths[READ_AHEAD];
-		struct iovec *iov = iovs;
-		int count = 0, chunks = 0, checked = 0;
-
-		for (; chunks < READ_AHEAD && offset < size; chunks++) {
-			offsets[chunks] = offset;
-			lengths[chunks] = chunk_length(size, offset);
-			iovs[count++] = (struct iovec){ tags[chunks], PEER_TAG_BYTES };
-			iovs[count++] = (struct iovec){ dest + offset, lengths[chunks] };
-			offset += lengths[chunks];
-		}
-		while (checked < chunks) {
-			/* iovecs 2c and 2c + 1 are chunk c's: those before *iov are full */
-			int whole;
-			nopfs_status status =
-			        nopfs_clock_now_ns() < deadline
-			                ? read_at_least(conn->fd, &iov, &count, 1, deadline)
-			                : NOPFS_ERR_TIMEOUT;
+	for (;;) {
+		while (window->checked < window->chunks) {
+			nopfs_status status = nopfs_clock_now_ns() < deadline
+			                              ? read_at_least(conn->fd, &window->iov,
+			                                              &window->count, 1, deadline)
+			                              : NOPFS_ERR_TIMEOUT;
 
 			if (status != NOPFS_OK)
 				return status;
-			whole = (2 * chunks - count) / 2;
-			for (; checked < whole; checked++)
-				if (!chunk_verifies(plane, conn, response, dest, offsets[checked],
-				                    lengths[checked], tags[checked]))
-					return NOPFS_ERR_IO;
+			if (!window_check(plane, conn, response, dest, size, window))
+				return NOPFS_ERR_IO;
 		}
+		if (offset >= size)
+			return NOPFS_OK;
+		window_start(window, NULL, dest, size, &offset);
 	}
-	return NOPFS_OK;
 }
 
 /*
  * One request and its answer on @conn. The header is read together with
- * what may follow it (the first chunk), so that a small sample takes one
+ * what may follow it (the first chunks), so that a small sample takes one
  * wait.
  */
 static nopfs_status ask(struct peer_plane *plane, struct peer_node *node,
@@ -1104,21 +1186,18 @@ static nopfs_status ask(struct peer_plane *plane, struct peer_node *node,
                         unsigned char *dest, uint64_t deadline)
 {
 	struct peer_response received, response;
-	unsigned char tag[PEER_TAG_BYTES];
-	size_t first = chunk_length(request->size, 0);
-	struct iovec iovs[3] = { { &received, sizeof(received) },
-		                 { tag, sizeof(tag) },
-		                 { dest, first } };
-	struct iovec *iov = iovs;
-	int count = 3;
+	struct chunk_window window;
+	uint64_t offset = 0;
 	nopfs_status status;
 
+	window_start(&window, &received, dest, request->size, &offset);
 	status = peer_auth_seal(plane, PEER_AM_REQUEST, request->auth.generation, request,
 	                        sizeof(*request), NULL, 0);
 	if (status == NOPFS_OK)
 		status = write_exact(conn->fd, request, sizeof(*request), deadline);
 	if (status == NOPFS_OK)
-		status = read_at_least(conn->fd, &iov, &count, sizeof(received), deadline);
+		status = read_at_least(conn->fd, &window.iov, &window.count, sizeof(received),
+		                       deadline);
 	if (status != NOPFS_OK)
 		return status;
 	if (!peer_auth_open(plane, PEER_STREAM_RESPONSE, &received, sizeof(received), NULL,
@@ -1129,19 +1208,19 @@ static nopfs_status ask(struct peer_plane *plane, struct peer_node *node,
 		peer_auth_reject(plane, response.auth.node, "a stream answer to another request");
 		return NOPFS_ERR_IO;
 	}
+	/* "not available" is the header alone: nothing may have come after it */
 	if (response.answer == PEER_ANSWER_NOT_AVAILABLE && response.auth.length == 0)
-		return iov == &iovs[1] && iov->iov_len == sizeof(tag) ? NOPFS_ERR_NOT_FOUND
-		                                                      : NOPFS_ERR_IO;
+		return window.iov == window.chunk_iovs &&
+		                       (window.count == 0 || window.iov->iov_base == dest)
+		               ? NOPFS_ERR_NOT_FOUND
+		               : NOPFS_ERR_IO;
 	if (response.answer != PEER_ANSWER_BYTES || response.auth.length != request->size) {
 		peer_auth_reject(plane, response.auth.node, "a response of the wrong size");
 		return NOPFS_ERR_IO;
 	}
-	status = read_at_least(conn->fd, &iov, &count, SIZE_MAX, deadline);
-	if (status != NOPFS_OK)
-		return status;
-	if (!chunk_verifies(plane, conn, &response, dest, 0, first, tag))
+	if (!window_check(plane, conn, &response, dest, request->size, &window))
 		return NOPFS_ERR_IO;
-	return read_chunks(plane, conn, &response, dest, request->size, deadline);
+	return read_chunks(plane, conn, &response, dest, request->size, &window, offset, deadline);
 }
 
 nopfs_status peer_stream_fetch(struct peer_plane *plane, struct peer_node *node,

@@ -262,7 +262,8 @@ struct fake_owner {
 	struct peer_plane *twin;
 	int listener;
 	uint16_t port;
-	int tamper; /* 0: a right answer; 1: a chunk's byte changed; 2: chunks swapped */
+	/* 0: a right answer; 1: a chunk's byte changed; 2: chunks swapped; 3: no last tag */
+	int tamper;
 };
 
 /* All of @length bytes sent on @fd, without SIGPIPE when the other end closed. */
@@ -318,9 +319,12 @@ static void *fake_owner_main(void *arg)
 	if (fake->tamper == 2) /* the second chunk's tag on the first: index in the nonce */
 		memcpy(tags[0], tags[1], PEER_TAG_BYTES);
 	/* (the asker may close the connection before the end: after a bad chunk) */
-	sent = send_all(fd, &header, sizeof(header)) && send_all(fd, tags[0], PEER_TAG_BYTES) &&
-	       send_all(fd, bytes, first) && send_all(fd, tags[1], PEER_TAG_BYTES) &&
-	       send_all(fd, bytes + first, size - first);
+	/* one part: its bytes, then its tags */
+	sent = send_all(fd, &header, sizeof(header)) && send_all(fd, bytes, size) &&
+	       send_all(fd, tags[0], PEER_TAG_BYTES) &&
+	       (fake->tamper == 3 || send_all(fd, tags[1], PEER_TAG_BYTES));
+	if (fake->tamper == 3) /* every byte right, but the owner gone before the last tag */
+		shutdown(fd, SHUT_WR);
 	ck_assert(sent || fake->tamper);
 	/* the asker closes a connection whose answer did not verify */
 	if (fake->tamper)
@@ -350,7 +354,8 @@ static void connect_to_fake(struct peer_plane *asker, struct peer_plane *ucx_of,
 /*
  * Answers with the job's key but a chunk changed after tagging, or tags
  * moved between chunks, are dropped: the fetch fails (the PFS instead),
- * never the bytes taken. A right answer from the same stand-in is taken.
+ * never the bytes taken; so does one whose last chunk's tag never comes
+ * (the tag follows its chunk). A right answer from the same stand-in is taken.
  */
 START_TEST(stream_tampered_chunks_dropped)
 {
@@ -362,7 +367,7 @@ START_TEST(stream_tampered_chunks_dropped)
 
 	asker = stream_plane(0, NULL, WHOLE);
 	twin = stream_plane(1, NULL, WHOLE); /* node 1's key, to seal as node 1 */
-	for (int tamper = 0; tamper <= 2; tamper++) {
+	for (int tamper = 0; tamper <= 3; tamper++) {
 		struct fake_owner fake = { .twin = twin, .tamper = tamper };
 		pthread_t thread;
 
