@@ -130,8 +130,12 @@ static json_t *stall_json(struct agent_stats *stats)
 static json_t *stream_json(struct agent *agent)
 {
 	struct agent_stats *stats = &agent->stats;
-	json_t *stream = stream_diag_json(&agent->stage.diag, &agent->job,
-	                                  atomic_load(&stats->stream_matched));
+	struct nopfs_sampler staged;
+	json_t *stream;
+
+	stage_order(&agent->stage, &staged);
+	stream = stream_diag_json(&agent->stage.diag, &agent->job, &staged,
+	                          atomic_load(&stats->stream_matched));
 
 	json_object_set_new(stream, "skipped_positions",
 	                    json_integer((json_int_t)atomic_load(&stats->stream_skipped)));

@@ -206,6 +206,10 @@ static const struct nopfs_option option_rows[] = {
 	{ NOPFS_OPT_FLAG("no-shuffle", "DistributedSampler(shuffle=False)", FIELD(sampler.shuffle),
 	                 false),
 	  .id = OPT_STEP },
+	{ NOPFS_OPT_FLAG("no-set-epoch",
+	                 "the script never calls set_epoch: every epoch in epoch 0's order",
+	                 FIELD(sampler.same_order), true),
+	  .id = OPT_STEP },
 	{ NOPFS_OPT_CALL("job-id", "ID", "names runtime files (default: standalone-PID)",
 	                 parse_job_id) },
 	{ NOPFS_OPT_TEXT("Tiers (fastest first; repeatable or comma-separated):") },
@@ -309,8 +313,8 @@ static const struct nopfs_optable option_table = {
 	        "Steps: the agent plans for the step in the newest RUNTIME-DIR/step-G (looked\n"
 	        "for every 0.2 s, at once on USR2): one per line, its --dataset, --index,\n"
 	        "--extensions, --seed, --epochs, --world-size and --ranks or --step-tasks and\n"
-	        "--step-distribution, --drop-last, --no-shuffle; the ready file then reads\n"
-	        "\"PID G\".\n"
+	        "--step-distribution, --drop-last, --no-shuffle, --no-set-epoch; the ready\n"
+	        "file then reads \"PID G\".\n"
 	        "Environment: NOPFS_AGENT_TOKEN (32 hexadecimal digits, from the plugin) names\n"
 	        "the default directories /tmp/nopfs-JOB.TOKEN and /dev/shm/nopfs-JOB.TOKEN.\n",
 	.column = 25,

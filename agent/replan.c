@@ -253,9 +253,10 @@ static bool same_plan(const struct agent *agent, const struct agent_options *opt
 
 	return same_catalog(&agent->options, options) && a->seed == b->seed &&
 	       a->seed_negative == b->seed_negative && a->shuffle == b->shuffle &&
-	       a->drop_last == b->drop_last && a->first_epoch == b->first_epoch &&
-	       a->first_index == b->first_index && agent->options.epochs == options->epochs &&
-	       x->nodes == y->nodes && x->world_size == y->world_size &&
+	       a->same_order == b->same_order && a->drop_last == b->drop_last &&
+	       a->first_epoch == b->first_epoch && a->first_index == b->first_index &&
+	       agent->options.epochs == options->epochs && x->nodes == y->nodes &&
+	       x->world_size == y->world_size &&
 	       memcmp(x->node_of_rank, y->node_of_rank, x->world_size * sizeof(*x->node_of_rank)) ==
 	               0;
 }

@@ -157,28 +157,38 @@ static struct stage_slot *slot_of(struct stage *stage, struct stage_rank *r, uin
 	return &r->ring[position % stage->ring_size];
 }
 
-/* The map of @epoch; may drop and retake the lock to compute it. */
+/*
+ * The map of @epoch in the order staged; may drop and retake the lock to
+ * compute it (again, if the order changed meanwhile).
+ */
 static const struct epoch_map *epoch_map(struct stage *stage, uint32_t epoch)
 {
-	const struct epoch_map *map = epoch_cache_find(&stage->epochs, epoch);
-	struct epoch_map computed;
-	uint32_t oldest = UINT32_MAX;
+	for (;;) {
+		const struct epoch_map *map = epoch_cache_find(&stage->epochs, epoch);
+		struct nopfs_sampler sampler = stage->sampler;
+		uint32_t orders = stage->orders, oldest = UINT32_MAX;
+		struct epoch_map computed;
 
-	if (map)
-		return map;
-	pthread_mutex_unlock(&stage->lock);
-	if (epoch_map_compute(&stage->job->sampler, epoch, &computed) != NOPFS_OK) {
+		if (map)
+			return map;
+		pthread_mutex_unlock(&stage->lock);
+		if (epoch_map_compute(&sampler, epoch, &computed) != NOPFS_OK) {
+			pthread_mutex_lock(&stage->lock);
+			return NULL;
+		}
 		pthread_mutex_lock(&stage->lock);
-		return NULL;
-	}
-	pthread_mutex_lock(&stage->lock);
-	for (uint32_t i = 0; i < stage->rank_count; i++) {
-		uint32_t e = (uint32_t)(stage->ranks[i].cursor / stage->job->per_rank);
+		if (orders != stage->orders) {
+			epoch_map_free(&computed);
+			continue;
+		}
+		for (uint32_t i = 0; i < stage->rank_count; i++) {
+			uint32_t e = (uint32_t)(stage->ranks[i].cursor / stage->job->per_rank);
 
-		if (e < oldest)
-			oldest = e;
+			if (e < oldest)
+				oldest = e;
+		}
+		return epoch_cache_install(&stage->epochs, &computed, oldest, oldest + 2);
 	}
-	return epoch_cache_install(&stage->epochs, &computed, oldest, oldest + 2);
 }
 
 /* A slot that is no longer wanted: drop its file or let its stager drop it. */
@@ -307,7 +317,7 @@ struct claim {
 static bool find_claim(struct stage *stage, int32_t rank, nopfs_sample_id sample, bool staged,
                        struct claim *claim)
 {
-	const struct nopfs_sampler *sampler = &stage->job->sampler;
+	const struct nopfs_sampler *sampler = &stage->sampler;
 	uint64_t per_rank = stage->job->per_rank, total = nopfs_sampler_total_size(sampler);
 	bool found = false;
 
@@ -475,12 +485,118 @@ static void move_window(struct stage *stage, struct stage_rank *r, uint64_t targ
 	pthread_cond_signal(&stage->work);
 }
 
+/* Whether every epoch of @sampler is in one order (no shuffle, or no set_epoch). */
+static bool one_order(const struct nopfs_sampler *sampler)
+{
+	return !sampler->shuffle || sampler->same_order;
+}
+
+/*
+ * Where the rank is in an order whose epochs are all alike, found at
+ * @index: the position with that index nearest its @cursor (a rank that
+ * finished an epoch reads the next one from its start).
+ */
+static uint64_t nearest_position(const struct stage *stage, const struct stage_rank *r,
+                                 uint64_t cursor, uint64_t index)
+{
+	uint64_t per_rank = stage->job->per_rank, here = cursor - cursor % per_rank + index;
+
+	if (here > cursor && here - cursor > per_rank / 2 && here >= per_rank)
+		return here - per_rank;
+	if (here < cursor && cursor - here > per_rank / 2 && here + per_rank < r->end)
+		return here + per_rank;
+	return here;
+}
+
+/*
+ * Another order that the requests of a rank fit (@found, @sampler changed
+ * to it) when the order staged fits them nowhere clearly (@planned: its
+ * search): epoch 0's order (a script that never calls set_epoch, resumed at
+ * a later epoch) or no shuffle, if it fits four times closer than any
+ * epoch of the order staged. NULL if none does.
+ */
+static const char *other_order(struct stage *stage, const struct stage_rank *r,
+                               struct nopfs_sampler *sampler, const nopfs_sample_id *misses,
+                               unsigned int count, const struct stream_sync_found *planned,
+                               struct stream_sync_found *found)
+{
+	struct {
+		const char *what;
+		bool same_order, shuffle;
+	} tries[] = {
+		{ "no set_epoch", true, true },
+		{ "no shuffle", sampler->same_order, false },
+	};
+
+	if (one_order(sampler))
+		return NULL;
+	for (size_t t = 0; t < sizeof(tries) / sizeof(tries[0]); t++) {
+		struct nopfs_sampler other = *sampler;
+
+		other.same_order = tries[t].same_order;
+		other.shuffle = tries[t].shuffle;
+		/* epoch 0's order was among those planned */
+		if (other.shuffle && sampler->first_epoch == 0)
+			continue;
+		if (stream_sync_search(&other, 1, r->rank, misses, count, stage->ring_size / 2,
+		                       &stage->stop, found) == NOPFS_OK &&
+		    (planned->span == UINT64_MAX || planned->span / 4 > found->span)) {
+			*sampler = other;
+			return tries[t].what;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Stage from now on in the order @sampler, which @r was found to read,
+ * @what it is: every local rank's window restages from its cursor (its
+ * positions ahead were staged in the old order); epoch permutations of
+ * the old order go.
+ */
+static void follow_order(struct stage *stage, const struct stage_rank *r,
+                         const struct nopfs_sampler *sampler, const char *what)
+{
+	struct stream_diag_order event = {
+		.rank = r->rank,
+		.misses = r->off_plan,
+		.seconds = nopfs_clock_seconds() - stage->started,
+	};
+
+	snprintf(event.what, sizeof(event.what), "%s", what);
+	nopfs_info("rank %" PRIu32 " reads the samples in another order than planned (%s): "
+	           "staging in that order from now on, for every rank of this node",
+	           r->rank, what);
+	stage->sampler = *sampler;
+	stage->orders++;
+	epoch_cache_fini(&stage->epochs);
+	stage->epochs.sampler = &stage->sampler;
+	for (uint32_t i = 0; i < stage->rank_count; i++) {
+		struct stage_rank *q = &stage->ranks[i];
+
+		for (uint64_t g = q->cursor; g < q->next; g++) {
+			struct stage_slot *slot = slot_of(stage, q, g);
+
+			if (slot->position == g && slot->state != SLOT_DONE)
+				abandon_slot(stage, q, slot);
+		}
+		q->next = q->cursor;
+		q->miss_count = 0;
+	}
+	stream_diag_order(&stage->diag, &event);
+	pthread_cond_broadcast(&stage->work);
+}
+
 /* Look for the place of a rank with a search due; false if none was due. */
 static bool sync_one(struct stage *stage)
 {
 	struct stage_rank *r = NULL;
 	nopfs_sample_id misses[STREAM_SYNC_MISSES];
-	struct stream_sync_found found;
+	struct stream_sync_found found, planned;
+	struct nopfs_sampler sampler = stage->sampler;
+	uint32_t orders = stage->orders;
+	uint64_t cursor, target;
+	const char *order = NULL;
 	unsigned int count;
 	nopfs_status status;
 
@@ -491,14 +607,28 @@ static bool sync_one(struct stage *stage)
 		return false;
 	r->sync_due = false;
 	r->syncing = true;
+	cursor = r->cursor;
 	count = r->miss_count < STREAM_SYNC_MISSES ? r->miss_count : STREAM_SYNC_MISSES;
 	memcpy(misses, r->misses, count * sizeof(*misses));
 	pthread_mutex_unlock(&stage->lock);
-	status = stream_sync_search(&stage->job->sampler, stage->job->epochs, r->rank, misses,
-	                            count, stage->ring_size / 2, &stage->stop, &found);
+	status = stream_sync_search(&sampler, one_order(&sampler) ? 1 : stage->job->epochs, r->rank,
+	                            misses, count, stage->ring_size / 2, &stage->stop, &found);
+	planned = found;
+	if (status == NOPFS_OK && !one_order(&sampler) && sampler.first_epoch == 0 &&
+	    found.epoch == 0 && cursor >= stage->job->per_rank) {
+		/* back at epoch 0's order after its epoch 0: it never calls set_epoch */
+		sampler.same_order = true;
+		order = "no set_epoch";
+	} else if (status == NOPFS_ERR_NOT_FOUND) {
+		order = other_order(stage, r, &sampler, misses, count, &planned, &found);
+		if (order)
+			status = NOPFS_OK;
+	}
 	pthread_mutex_lock(&stage->lock);
 	r->syncing = false;
 	r->miss_count = 0;
+	if (orders != stage->orders)
+		return true; /* another rank's requests changed the order meanwhile: look again */
 	if (status != NOPFS_OK) {
 		/* not clear yet: wait for more of them before looking again */
 		if (r->miss_threshold < STREAM_SYNC_MISSES_MAX)
@@ -506,14 +636,18 @@ static bool sync_one(struct stage *stage)
 		nopfs_debug("rank %" PRIu32 ": its last %u requests off the plan fit no place of "
 		            "its stream clearly (spans %" PRIu64 " and %" PRIu64
 		            "); next look after %" PRIu32 " more",
-		            r->rank, count, found.span, found.second_span, r->miss_threshold);
+		            r->rank, count, planned.span, planned.second_span, r->miss_threshold);
 		return true;
 	}
+	if (order)
+		follow_order(stage, r, &sampler, order);
+	target = one_order(&sampler) ? nearest_position(stage, r, r->cursor, found.first)
+	                             : found.epoch * stage->job->per_rank + found.first;
 	{
-		uint64_t target = found.epoch * stage->job->per_rank + found.first;
+		uint32_t epoch = (uint32_t)(target / stage->job->per_rank);
 		struct stream_diag_sync event = {
 			.rank = r->rank,
-			.epoch = stage->job->sampler.first_epoch + found.epoch,
+			.epoch = stage->sampler.first_epoch + epoch,
 			.index = found.first,
 			.misses = r->off_plan,
 			.seconds = nopfs_clock_seconds() - stage->started,
@@ -528,7 +662,7 @@ static bool sync_one(struct stage *stage)
 		move_window(stage, r, target);
 		/* the requests it was found by are served: their positions are done */
 		for (unsigned int i = 0; i < count; i++) {
-			uint64_t position = found.epoch * stage->job->per_rank + found.index[i];
+			uint64_t position = target - found.first + found.index[i];
 
 			if (found.index[i] != UINT64_MAX && position >= r->cursor &&
 			    position - r->cursor < stage->ring_size)
@@ -545,7 +679,7 @@ static bool sync_one(struct stage *stage)
 static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage_slot **out,
                      uint64_t *position, uint64_t *ring_offset)
 {
-	const struct nopfs_sampler *sampler = &stage->job->sampler;
+	const struct nopfs_sampler *sampler = &stage->sampler;
 
 	while (!atomic_load(&stage->stop)) {
 		struct stage_rank *r;
@@ -599,6 +733,7 @@ static bool next_job(struct stage *stage, struct stage_rank **rank, struct stage
 			.sample = sample,
 			.state = SLOT_STAGING,
 			.ring_slot = (uint32_t)ring_slot,
+			.claim = ++stage->claims,
 		};
 		*rank = r;
 		*out = slot;
@@ -616,7 +751,7 @@ static void stage_ring_into(struct stage *stage, struct stage_rank *r, struct st
                             uint64_t position, uint64_t offset)
 {
 	nopfs_sample_id sample = slot->sample;
-	uint32_t ring_slot = slot->ring_slot - 1;
+	uint32_t ring_slot = slot->ring_slot - 1, claim = slot->claim;
 	struct stage_ring *ring = r->api_ring;
 	nopfs_wire_source source = NOPFS_FROM_PFS;
 	nopfs_status status;
@@ -624,7 +759,7 @@ static void stage_ring_into(struct stage *stage, struct stage_rank *r, struct st
 	pthread_mutex_unlock(&stage->lock);
 	status = stage_fill_memory(stage, sample, stage_ring_data(ring, offset), &source);
 	pthread_mutex_lock(&stage->lock);
-	if (status == NOPFS_OK && slot->position == position && slot->state == SLOT_STAGING) {
+	if (status == NOPFS_OK && slot->claim == claim && slot->state == SLOT_STAGING) {
 		stage_ring_publish(ring, ring_slot,
 		                   nopfs_catalog_label(stage->job->catalog, sample), source);
 		agent_count(&stage->stats->staged, nopfs_catalog_size(stage->job->catalog, sample));
@@ -633,7 +768,7 @@ static void stage_ring_into(struct stage *stage, struct stage_rank *r, struct st
 	} else {
 		stage_ring_cancel(ring, ring_slot);
 		r->api_ring_full = false;
-		if (slot->position == position)
+		if (slot->claim == claim)
 			slot->state = status == NOPFS_OK ? SLOT_EMPTY : SLOT_FAILED;
 	}
 	pthread_cond_broadcast(&stage->ready);
@@ -650,6 +785,7 @@ static void *stager_main(void *arg)
 	pthread_mutex_lock(&stage->lock);
 	while (next_job(stage, &r, &slot, &position, &ring_offset)) {
 		nopfs_sample_id sample = slot->sample;
+		uint32_t claim = slot->claim;
 		nopfs_wire_source source = NOPFS_FROM_PFS;
 		char temporary[64];
 		nopfs_status status;
@@ -662,7 +798,7 @@ static void *stager_main(void *arg)
 		pthread_mutex_unlock(&stage->lock);
 		status = stage_write_temporary(stage, worker, sample, temporary, &source);
 		pthread_mutex_lock(&stage->lock);
-		if (slot->position == position && slot->state == SLOT_STAGING) {
+		if (slot->claim == claim && slot->state == SLOT_STAGING) {
 			if (status == NOPFS_OK)
 				status = stage_publish(stage, r->rank, sample, temporary);
 			if (status == NOPFS_OK && stage->staged_claims[sample] < UINT8_MAX)
@@ -673,7 +809,7 @@ static void *stager_main(void *arg)
 			/* Abandoned, or its slot already reused: nobody wants this copy. */
 			if (status == NOPFS_OK)
 				unlinkat(stage->directory_fd, temporary, 0);
-			if (slot->position == position)
+			if (slot->claim == claim)
 				slot->state = SLOT_EMPTY;
 		}
 		pthread_cond_broadcast(&stage->ready);
@@ -928,7 +1064,8 @@ nopfs_status stage_init(struct stage *stage, const struct job *job, struct sourc
 	stage->window = window;
 	stage->ring_size = 2 * (uint64_t)window;
 	stage->serve_timeout_ms = serve_timeout_ms;
-	stage->epochs.sampler = &job->sampler;
+	stage->sampler = job->sampler;
+	stage->epochs.sampler = &stage->sampler;
 	snprintf(stage->directory, sizeof(stage->directory), "%s", directory);
 	pthread_mutex_init(&stage->lock, NULL);
 	nopfs_clock_cond_init(&stage->work);
@@ -1081,4 +1218,11 @@ json_t *stage_progress_json(struct stage *stage)
 	}
 	pthread_mutex_unlock(&stage->lock);
 	return ranks;
+}
+
+void stage_order(struct stage *stage, struct nopfs_sampler *sampler)
+{
+	pthread_mutex_lock(&stage->lock);
+	*sampler = stage->sampler;
+	pthread_mutex_unlock(&stage->lock);
 }

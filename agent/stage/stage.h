@@ -42,6 +42,14 @@ struct stage {
 	pthread_mutex_t lock;
 	pthread_cond_t work;  /* stagers wait for room in a window */
 	pthread_cond_t ready; /* requests wait for a slot being staged */
+	/*
+	 * The order staged: the job's sampler, or the order the ranks were
+	 * found to read instead (the script never calls set_epoch, or does not
+	 * shuffle); changed under the lock, orders counting the changes.
+	 */
+	struct nopfs_sampler sampler;
+	uint32_t orders;
+	uint32_t claims; /* positions claimed for staging so far */
 	struct epoch_cache epochs;
 	uint32_t rank_count;
 	struct stage_rank *ranks;
@@ -126,5 +134,8 @@ void stage_count_stall(struct stage *stage, int32_t rank, uint64_t ns);
  * (count, p50 and p99 as bucket upper bounds, see stats.h).
  */
 json_t *stage_progress_json(struct stage *stage);
+
+/* The order staged now (the job's, or the one the ranks were found to read). */
+void stage_order(struct stage *stage, struct nopfs_sampler *sampler);
 
 #endif

@@ -23,6 +23,7 @@ struct stage_slot {
 	uint8_t state;
 	uint8_t source;
 	uint32_t ring_slot; /* slot + 1 in the rank's API ring; 0: a file */
+	uint32_t claim;     /* which claim of the stage's it is (next_job()) */
 };
 
 struct stage_rank {

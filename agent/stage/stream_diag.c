@@ -18,6 +18,7 @@ void stream_diag_init(struct stream_diag *diag)
 	diag->total = 0;
 	diag->recorded = 0;
 	diag->synced = diag->synced_recorded = 0;
+	diag->order_found = false;
 }
 
 void stream_diag_synced(struct stream_diag *diag, const struct stream_diag_sync *sync)
@@ -26,6 +27,14 @@ void stream_diag_synced(struct stream_diag *diag, const struct stream_diag_sync 
 	diag->synced++;
 	if (diag->synced_recorded < STREAM_DIAG_SYNCS)
 		diag->sync[diag->synced_recorded++] = *sync;
+	pthread_mutex_unlock(&diag->lock);
+}
+
+void stream_diag_order(struct stream_diag *diag, const struct stream_diag_order *order)
+{
+	pthread_mutex_lock(&diag->lock);
+	diag->order_found = true;
+	diag->order = *order;
 	pthread_mutex_unlock(&diag->lock);
 }
 
@@ -74,6 +83,9 @@ static uint32_t explained(const struct stream_diag *diag, const struct job *job,
                           const struct nopfs_sampler *sampler, uint32_t *inverse, uint32_t *perm)
 {
 	uint32_t epochs = job->epochs < 4 ? job->epochs : 4, best = 0;
+
+	if (!sampler->shuffle || sampler->same_order)
+		epochs = 1; /* all alike */
 	uint64_t total = nopfs_sampler_total_size(sampler);
 
 	for (uint32_t e = 0; e < epochs; e++) {
@@ -101,38 +113,39 @@ static uint32_t explained(const struct stream_diag *diag, const struct job *job,
 	return best;
 }
 
-static json_t *diagnose(const struct stream_diag *diag, const struct job *job)
+static json_t *diagnose(const struct stream_diag *diag, const struct job *job,
+                        const struct nopfs_sampler *staged)
 {
 	struct hypothesis tried[3];
 	unsigned int count = 0;
-	uint32_t *perm = malloc(job->sampler.count * sizeof(*perm));
-	uint32_t *inverse = malloc(job->sampler.count * sizeof(*inverse));
+	uint32_t *perm = malloc(staged->count * sizeof(*perm));
+	uint32_t *inverse = malloc(staged->count * sizeof(*inverse));
 	char text[512];
 	json_t *result = NULL;
 
 	if (!perm || !inverse)
 		goto out;
-	if (job->sampler.seed != 0 || job->sampler.seed_negative) {
+	if (staged->seed != 0 || staged->seed_negative) {
 		tried[count] =
-		        (struct hypothesis){ "DistributedSampler's default seed 0", job->sampler };
+		        (struct hypothesis){ "DistributedSampler's default seed 0", *staged };
 		tried[count].sampler.seed = 0;
 		tried[count].sampler.seed_negative = false;
 		count++;
 	}
-	if (job->sampler.shuffle) {
-		tried[count] = (struct hypothesis){ "shuffle=False", job->sampler };
+	if (staged->shuffle) {
+		tried[count] = (struct hypothesis){ "shuffle=False", *staged };
 		tried[count].sampler.shuffle = false;
 		count++;
 	}
-	if (job->sampler.count % job->sampler.world_size != 0) {
-		tried[count] = (struct hypothesis){ job->sampler.drop_last ? "drop_last=False"
-			                                                   : "drop_last=True",
-			                            job->sampler };
-		tried[count].sampler.drop_last = !job->sampler.drop_last;
+	if (staged->count % staged->world_size != 0) {
+		tried[count] = (struct hypothesis){ staged->drop_last ? "drop_last=False"
+			                                              : "drop_last=True",
+			                            *staged };
+		tried[count].sampler.drop_last = !staged->drop_last;
 		count++;
 	}
 	/* Requests that follow the given stream arrived outside the windows. */
-	if (explained(diag, job, &job->sampler, inverse, perm) * 10 >= diag->recorded * 9) {
+	if (explained(diag, job, staged, inverse, perm) * 10 >= diag->recorded * 9) {
 		result = json_string("the requests follow the given stream but came outside the "
 		                     "staging windows (ranks restarted or skipped positions)");
 		goto out;
@@ -161,7 +174,8 @@ out:
 	return result;
 }
 
-json_t *stream_diag_json(struct stream_diag *diag, const struct job *job, uint64_t matched)
+json_t *stream_diag_json(struct stream_diag *diag, const struct job *job,
+                         const struct nopfs_sampler *staged, uint64_t matched)
 {
 	json_t *object, *diagnosis;
 
@@ -169,8 +183,14 @@ json_t *stream_diag_json(struct stream_diag *diag, const struct job *job, uint64
 	object = json_pack("{s:I, s:I, s:I, s:o}", "mismatched_requests", (json_int_t)diag->total,
 	                   "matched_deliveries", (json_int_t)matched, "self_synced",
 	                   (json_int_t)diag->synced, "self_sync", synced_json(diag));
+	if (diag->order_found)
+		json_object_set_new(object, "order_found",
+		                    json_pack("{s:s, s:I, s:I, s:f}", "order", diag->order.what,
+		                              "rank", (json_int_t)diag->order.rank,
+		                              "after_requests", (json_int_t)diag->order.misses,
+		                              "seconds", diag->order.seconds));
 	if (diag->total > 0 && diag->total * 20 > matched) {
-		diagnosis = diagnose(diag, job);
+		diagnosis = diagnose(diag, job, staged);
 		if (diagnosis)
 			json_object_set_new(object, "diagnosis", diagnosis);
 	}

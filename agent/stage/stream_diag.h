@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "catalog/catalog.h"
+#include "plan/sampler.h"
 
 #define STREAM_DIAG_RECORDS 256
 #define STREAM_DIAG_SYNCS   32
@@ -38,6 +39,14 @@ struct stream_diag {
 		double seconds;    /* after the agent began staging */
 		int64_t positions; /* the window moved by (negative: back) */
 	} sync[STREAM_DIAG_SYNCS];
+	/* the order the ranks were found to read instead of the one planned */
+	bool order_found;
+	struct stream_diag_order {
+		char what[32];   /* "no set_epoch", "no shuffle" */
+		uint32_t rank;   /* whose requests showed it */
+		uint64_t misses; /* its requests off the plan before */
+		double seconds;  /* after the agent began staging */
+	} order;
 };
 
 void stream_diag_init(struct stream_diag *diag);
@@ -49,12 +58,17 @@ void stream_diag_record(struct stream_diag *diag, int32_t rank, nopfs_sample_id 
 /* Record that a rank was found elsewhere in its stream and followed there. */
 void stream_diag_synced(struct stream_diag *diag, const struct stream_diag_sync *sync);
 
+/* Record that the ranks read another order than planned, which is staged from now on. */
+void stream_diag_order(struct stream_diag *diag, const struct stream_diag_order *order);
+
 /*
  * The mismatch section of the report as a new JSON object: counts, the share
- * of deliveries that matched, and a diagnosis naming the stream the recorded
- * requests follow (seed 0, shuffle=False, drop_last toggled) or saying none
- * was found.
+ * of deliveries that matched, the order found instead of the planned one,
+ * and a diagnosis naming the stream the recorded requests follow (seed 0,
+ * shuffle=False, drop_last toggled, against @staged: the order staged last)
+ * or saying none was found.
  */
-json_t *stream_diag_json(struct stream_diag *diag, const struct job *job, uint64_t matched);
+json_t *stream_diag_json(struct stream_diag *diag, const struct job *job,
+                         const struct nopfs_sampler *staged, uint64_t matched);
 
 #endif

@@ -100,6 +100,8 @@ uint32_t nopfs_sampler_epoch_seed(const struct nopfs_sampler *sampler, uint64_t 
 	 * torch reinterprets a negative seed as its 64-bit two's complement,
 	 * so in both cases the low 32 bits of seed + epoch are the seed.
 	 */
+	if (sampler->same_order)
+		return (uint32_t)sampler->seed;
 	return (uint32_t)(sampler->seed + sampler->first_epoch + epoch);
 }
 

@@ -8,7 +8,8 @@
  * Without drop_last the permutation is padded to a multiple of W by repeating
  * its head (position p >= F holds perm[p mod F]); with drop_last it is cut to
  * W * floor(F / W). Rank R takes positions R, R + W, R + 2W, ...
- * With shuffle=False the permutation is the identity.
+ * With shuffle=False the permutation is the identity; a script that never
+ * calls set_epoch() reads every epoch in epoch 0's order (same_order).
  */
 #ifndef NOPFS_SAMPLER_H
 #define NOPFS_SAMPLER_H
@@ -25,6 +26,11 @@ struct nopfs_sampler {
 	bool seed_negative;  /* seed is a negative int64 (two's complement) */
 	bool drop_last;      /* DistributedSampler(drop_last=...) */
 	bool shuffle;        /* DistributedSampler(shuffle=...) */
+	/*
+	 * The script never calls set_epoch(): every epoch is in the order of
+	 * the sampler's epoch 0 (seed + 0), whatever first_epoch says.
+	 */
+	bool same_order;
 	/*
 	 * A resumed job: the script's epoch that is epoch 0 here (its first
 	 * set_epoch()); epoch e here is the script's first_epoch + e.
@@ -53,7 +59,10 @@ nopfs_status nopfs_sampler_parse_seed(const char *text, struct nopfs_sampler *sa
  */
 nopfs_status nopfs_sampler_check_epochs(const struct nopfs_sampler *sampler, uint64_t epochs);
 
-/* The 32 bits that seed MT19937 in epoch @epoch (the script's first_epoch + @epoch). */
+/*
+ * The 32 bits that seed MT19937 in epoch @epoch (the script's first_epoch +
+ * @epoch; its epoch 0 with same_order).
+ */
 uint32_t nopfs_sampler_epoch_seed(const struct nopfs_sampler *sampler, uint64_t epoch);
 
 /* Samples each rank reads per epoch (DistributedSampler.num_samples). */

@@ -37,7 +37,10 @@ struct node_figures {
 	uint64_t mismatched;
 	uint64_t synced; /* ranks moved to where they read (stream.self_synced) */
 	uint64_t synced_epoch, synced_rank, synced_index; /* the first move */
-	const char *diagnosis;                            /* NULL: none */
+	const char *order_found; /* stream.order_found.order: read in another order */
+	uint64_t order_rank, order_after;
+	double order_seconds;
+	const char *diagnosis; /* NULL: none */
 	uint64_t peer_timeouts, peer_errors, peer_refused, peer_unauthenticated, watch_overflows;
 	uint64_t pfs_failed, pfs_changed;
 	uint64_t too_large, too_large_bytes, size_limit; /* samples over --max-sample-size */
@@ -178,6 +181,15 @@ static bool read_health(struct report_keys *keys, struct node_figures *f)
 		f->synced_epoch = (uint64_t)json_integer_value(json_object_get(first, "epoch"));
 		f->synced_rank = (uint64_t)json_integer_value(json_object_get(first, "rank"));
 		f->synced_index = (uint64_t)json_integer_value(json_object_get(first, "index"));
+	}
+	report_optional_string(keys, "stream.order_found.order", &f->order_found);
+	if (f->order_found) {
+		const json_t *order = report_get(keys->report, "stream.order_found");
+
+		f->order_rank = (uint64_t)json_integer_value(json_object_get(order, "rank"));
+		f->order_after =
+		        (uint64_t)json_integer_value(json_object_get(order, "after_requests"));
+		f->order_seconds = json_number_value(json_object_get(order, "seconds"));
 	}
 	f->interim = json_is_false(report_get(keys->report, "final"));
 	return keys->ok;
@@ -399,6 +411,14 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			        "(RAM %" PRIu64 ", SSD %" PRIu64 ", other nodes %" PRIu64
 			        "): not served, the PFS was read again",
 			        n->node, n->bad_copies, n->bad_ram, n->bad_ssd, n->bad_peer);
+		if (n->order_found)
+			add_problem(problems,
+			            "node %" PRIu32
+			            ": the ranks read another order than planned (%s: "
+			            "seen in rank %" PRIu64 "'s requests after %" PRIu64
+			            " off the plan, %.1f s in); staged in that order from then on",
+			            n->node, n->order_found, n->order_rank, n->order_after,
+			            n->order_seconds);
 		if (n->synced)
 			add_problem(
 			        problems,

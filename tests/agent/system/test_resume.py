@@ -12,8 +12,11 @@ least 99% of the requests after those follow the plan, and the PFS is read
 once.
 
 A script that never calls set_epoch (every epoch in epoch 0's order) is
-found back at epoch 0 in each of its epochs 1 to 4, after its first
-requests of each.
+recognised at its epoch 1, from the first requests of one rank: the agent
+stages that order from then on, for every rank (a rank found at epoch 0's
+place after its epoch 0; resumed at a later epoch, epoch 0's order, which
+no planned epoch has). A script with shuffle=False is recognised from its
+first requests.
 
 A resume within epoch 2 (each rank's sampler skips the 120 indices it had
 read, as a restored StatefulDataLoader does): with --start-sample 120 the
@@ -89,17 +92,46 @@ try:
           f"{pfs / report['pfs']['dataset_bytes']:.2f} x S")
 
     # A script that never calls set_epoch reads epoch 0's order every epoch:
-    # each epoch its ranks are found back at epoch 0 and followed there.
+    # at its epoch 1 the agent finds that order and stages it from then on.
     checked, report = run("no-set-epoch", ["--stage-window", "128"], world_size=4,
                           workspace=ws_big, start_epoch=0, script=["--no-set-epoch"])
     stream = report["stream"]
-    moves = stream["self_sync"]
-    assert stream["self_synced"] >= 4 * 4, stream
-    assert all(m["epoch"] == 0 and m["index"] < 40 for m in moves), moves
-    assert stream["mismatched_requests"] <= 4 * 4 * 3 * 16 + checked // 100, stream
+    order = stream["order_found"]
+    assert order["order"] == "no set_epoch", order
+    assert all(m["epoch"] == 1 and m["index"] < 40 for m in stream["self_sync"]), stream
+    assert stream["self_synced"] <= 4, stream
+    assert stream["mismatched_requests"] <= 4 * 3 * 16, stream
+    per_rank = 750
+    assert order["seconds"] > 0 and order["after_requests"] <= 3 * 16, order
     print(f"a script without set_epoch (5 epochs of epoch 0's order): {checked} samples "
-          f"correct; {stream['self_synced']} moves back to epoch 0; "
+          f"correct; order found from rank {order['rank']}'s requests after "
+          f"{order['after_requests']} off the plan ({order['seconds']:.1f} s); "
+          f"{stream['mismatched_requests']} of {checked} requests off the plan "
+          f"(at most {4 * 3 * 16}: the first batches of epoch 1, of {4 * per_rank} there)")
+
+    # Resumed at epoch 2 without set_epoch: epoch 0's order, which no planned
+    # epoch has, is found from the first requests.
+    checked, report = run("no-set-epoch-resumed", ["--start-epoch", "2"], world_size=2,
+                          script=["--no-set-epoch"])
+    stream = report["stream"]
+    assert stream["order_found"]["order"] == "no set_epoch", stream
+    assert stream["mismatched_requests"] <= 2 * 3 * 16, stream
+    print(f"resumed at epoch 2 without set_epoch: {checked} samples correct; "
           f"{stream['mismatched_requests']} of {checked} requests off the plan")
+
+    # shuffle=False: the index order, found from the first requests.
+    checked, report = run("no-shuffle", ["--stage-window", "128"], world_size=4,
+                          workspace=ws_big, start_epoch=0, script=["--no-shuffle"])
+    stream = report["stream"]
+    assert stream["order_found"]["order"] == "no shuffle", stream
+    assert stream["mismatched_requests"] <= 4 * 3 * 16, stream
+    assert "diagnosis" not in stream, stream
+    pfs = report["pfs"]["bytes"] - report["pfs"]["probe_bytes"]
+    assert pfs <= 1.02 * report["pfs"]["dataset_bytes"], report["pfs"]
+    print(f"a script with shuffle=False: {checked} samples correct; order found after "
+          f"{stream['order_found']['after_requests']} requests off the plan; "
+          f"{stream['mismatched_requests']} of {checked} requests off the plan; PFS "
+          f"{pfs / report['pfs']['dataset_bytes']:.2f} x S")
 
     checked, report = run("sample", ["--start-epoch", "2", "--start-sample", "120"],
                           start_sample=120)

@@ -87,6 +87,8 @@ def main():
                         help="and resume epoch START after each rank's first N indices")
     parser.add_argument("--no-set-epoch", action="store_true",
                         help="never call set_epoch: every epoch repeats the first's order")
+    parser.add_argument("--no-shuffle", action="store_true",
+                        help="DistributedSampler(shuffle=False): every epoch in index order")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--sleep", type=float, default=0.0, help="compute per batch (s)")
@@ -99,7 +101,8 @@ def main():
     dataset = Indexed(ImageFolder(args.data, loader=read, transform=Digest(),
                                   is_valid_file=lambda p: p.endswith(".JPEG")))
     sampler = ResumedSampler(dataset, num_replicas=args.world_size, rank=args.rank,
-                             seed=args.seed, shuffle=True, skip=args.start_sample)
+                             seed=args.seed, shuffle=not args.no_shuffle,
+                             skip=args.start_sample)
     # prefetch_factor only with workers (older PyTorch refuses it, even None, without)
     extra = {"prefetch_factor": 2} if args.workers else {}
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
