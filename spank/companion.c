@@ -209,6 +209,7 @@ int companion_plan(unsigned long long generation, const char *step_tasks, const 
 		{ "--step-tasks", step_tasks },
 		{ "--step-distribution", distribution },
 		{ r->shuffle ? NULL : "--no-shuffle", NULL },
+		{ r->set_epoch ? NULL : "--no-set-epoch", NULL },
 		{ r->drop_last ? "--drop-last" : NULL, NULL },
 	};
 	size_t used;
@@ -304,6 +305,8 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 		add_option(c, "--index", r->index);
 	if (!r->shuffle)
 		add(c, "--no-shuffle");
+	if (!r->set_epoch)
+		add(c, "--no-set-epoch");
 	if (r->drop_last)
 		add(c, "--drop-last");
 	if (r->verbose)

@@ -76,6 +76,7 @@ struct spank_request {
 	bool early; /* --nopfs-start=early: the tasks do not wait for the agents */
 	bool plan;  /* running agents re-plan for the step */
 	bool shuffle;
+	bool set_epoch; /* false: every epoch in epoch 0's order */
 	bool drop_last;
 	bool verbose;
 };

@@ -33,6 +33,7 @@ enum option_id {
 	OPT_START_SAMPLE,
 	OPT_VERIFY,
 	OPT_START,
+	OPT_SET_EPOCH,
 	OPT_COUNT
 };
 
@@ -42,6 +43,7 @@ static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_PRELOAD",      "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
 	"SLURM_NOPFS_VERBOSE",      "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
 	"SLURM_NOPFS_START_SAMPLE", "SLURM_NOPFS_VERIFY",  "SLURM_NOPFS_START",
+	"SLURM_NOPFS_SET_EPOCH",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -90,11 +92,15 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	  "once, reading the PFS until it does and waiting only for its dataset listing at their "
 	  "first look at the dataset (early)",
 	  1, OPT_START, option_cb },
+	{ "nopfs-set-epoch", "yes|no",
+	  "nopfs: the script calls set_epoch() every epoch (default yes; no: every epoch in epoch "
+	  "0's order)",
+	  1, OPT_SET_EPOCH, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
 struct spank_request nopfs_request = {
-	.epochs = 1, .preload = true, .shuffle = true, .plan = true
+	.epochs = 1, .preload = true, .shuffle = true, .plan = true, .set_epoch = true
 };
 
 /* Where a value came from, for messages: "--nopfs-seed" or "SLURM_NOPFS_SEED". */
@@ -344,6 +350,7 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 	case OPT_SHUFFLE:
 	case OPT_PLAN:
 	case OPT_VERIFY:
+	case OPT_SET_EPOCH:
 		if (parse_yes_no(value, &flag) != 0) {
 			user_error("%s=%s: accepted: yes or no", what, value);
 			return -1;
@@ -354,6 +361,8 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 			r->shuffle = flag;
 		else if (id == OPT_VERIFY)
 			r->verify = flag;
+		else if (id == OPT_SET_EPOCH)
+			r->set_epoch = flag;
 		else
 			r->plan = flag;
 		break;

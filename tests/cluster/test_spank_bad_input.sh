@@ -80,6 +80,7 @@ expect_fail "accepted: imagefolder or list:FILE" srun -N1 "$D" --nopfs-index=bog
 expect_fail "accepted: imagefolder or list:FILE" srun -N1 "$D" --nopfs-index=list: true
 expect_fail "no path given" srun -N1 "$D" --nopfs-report= true
 expect_fail "accepted: yes or no" srun -N1 "$D" --nopfs-shuffle=sometimes true
+expect_fail "accepted: yes or no" srun -N1 "$D" --nopfs-set-epoch=often true
 expect_fail "percentage must be in" srun -N1 "$D" --nopfs-tiers=ram:0% true
 expect_fail "has size 0" srun -N1 "$D" --nopfs-tiers=ram:0 true
 expect_fail "is not a size" srun -N1 "$D" --nopfs-tiers=ram:lots true

@@ -175,14 +175,16 @@ static const char *plan(unsigned long long generation, const char *step_tasks_li
 
 START_TEST(plan_value)
 {
-	nopfs_request =
-	        (struct spank_request){ .active = true, .seed = 7, .epochs = 3, .shuffle = true };
+	nopfs_request = (struct spank_request){
+		.active = true, .seed = 7, .epochs = 3, .shuffle = true, .set_epoch = true
+	};
 	strcpy(nopfs_request.dataset, "/data/set");
 	ck_assert_str_eq(plan(5, "2,0,2"), "5|--dataset|/data/set|--index|imagefolder|--seed|7|"
 	                                   "--epochs|3|--start-epoch|0|--start-sample|0|"
 	                                   "--step-tasks|2,0,2|"
 	                                   "--step-distribution|cyclic");
 	nopfs_request.shuffle = false;
+	nopfs_request.set_epoch = false; /* every epoch in epoch 0's order */
 	nopfs_request.drop_last = true;
 	nopfs_request.start_epoch = 2;    /* a resumed job */
 	nopfs_request.start_sample = 300; /* within its epoch 2 */
@@ -190,7 +192,8 @@ START_TEST(plan_value)
 	ck_assert_str_eq(plan(1, "1"), "1|--dataset|/data/set|--index|list:/data/files.txt|"
 	                               "--seed|7|--epochs|3|--start-epoch|2|--start-sample|300|"
 	                               "--step-tasks|1|"
-	                               "--step-distribution|cyclic|--no-shuffle|--drop-last");
+	                               "--step-distribution|cyclic|--no-shuffle|--no-set-epoch|"
+	                               "--drop-last");
 	/* one argument a line in the step file: a line break cannot be carried */
 	strcpy(nopfs_request.dataset, "/data/two\nlines");
 	ck_assert_msg(strstr(plan(1, "1"), "!'/data/two\nlines' holds a line break"), "got '%s'",
