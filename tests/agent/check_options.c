@@ -58,12 +58,24 @@ START_TEST(step_replaces_the_step_options_only)
 	/* not given: the defaults, not the current step's */
 	ck_assert_uint_eq(next.epochs, 1);
 	ck_assert(next.sampler.shuffle);
+	ck_assert(!next.sampler.same_order);
 	ck_assert(!next.sampler.drop_last);
 	/* the agent's own settings stay */
 	ck_assert_str_eq(next.job_id, "j7");
 	ck_assert_str_eq(next.runtime_dir, "/tmp/r7");
 	ck_assert_str_eq(next.report_pattern, base.report_pattern);
 	ck_assert_uint_eq(next.tiers.count, 1);
+	{ /* a script that never calls set_epoch */
+		struct agent_options same;
+
+		ck_assert_int_eq(step(&base,
+		                      "--dataset\n/data/b\n--world-size\n2\n--ranks\n1\n"
+		                      "--no-set-epoch\n",
+		                      &same),
+		                 NOPFS_OK);
+		ck_assert(same.sampler.same_order);
+		agent_options_fini(&same);
+	}
 	/* moved into place, it points at its new home */
 	agent_options_move(&base, &next);
 	ck_assert_str_eq(base.catalog.root, "/data/b");

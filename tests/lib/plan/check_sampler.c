@@ -66,6 +66,28 @@ START_TEST(first_epoch_shifts_the_epochs)
 }
 END_TEST
 
+/* Without set_epoch every epoch is epoch 0's order, resumed or not. */
+START_TEST(same_order_repeats_epoch_zero)
+{
+	struct nopfs_sampler whole = {
+		.count = 1000, .world_size = 3, .shuffle = true, .seed = 42
+	};
+	struct nopfs_sampler same = whole;
+	uint32_t a[1000], b[1000];
+
+	same.same_order = true;
+	same.first_epoch = 5;
+	nopfs_sampler_permutation(&whole, 0, a);
+	for (uint64_t e = 0; e < 3; e++) {
+		nopfs_sampler_permutation(&same, e, b);
+		ck_assert_mem_eq(a, b, sizeof(a));
+		ck_assert_uint_eq(nopfs_sampler_epoch_seed(&same, e), 42);
+	}
+	nopfs_sampler_permutation(&whole, 1, b);
+	ck_assert_int_ne(memcmp(a, b, sizeof(a)), 0);
+}
+END_TEST
+
 START_TEST(padding_repeats_the_head)
 {
 	struct nopfs_sampler s = { .count = 5, .world_size = 4, .shuffle = false };
@@ -221,6 +243,7 @@ int main(void)
 	tcase_add_test(basics, per_rank_and_total_size);
 	tcase_add_test(basics, padding_repeats_the_head);
 	tcase_add_test(basics, first_epoch_shifts_the_epochs);
+	tcase_add_test(basics, same_order_repeats_epoch_zero);
 	tcase_add_test(basics, seed_parsing);
 	tcase_add_test(basics, epoch_range_is_checked);
 	tcase_add_test(basics, invalid_samplers_are_rejected);

@@ -144,6 +144,10 @@ START_TEST(resumed_within_an_epoch)
 	json_object_set_new(json_object_get(nodes[1], "stream"), "self_synced", json_integer(2));
 	json_object_set_new(json_object_get(nodes[1], "stream"), "self_sync",
 	                    json_pack("[{s:i, s:i, s:i}]", "rank", 3, "epoch", 5, "index", 40));
+	/* node 0 found its ranks reading epoch 0's order every epoch */
+	json_object_set_new(json_object_get(nodes[0], "stream"), "order_found",
+	                    json_pack("{s:s, s:i, s:i, s:f}", "order", "no set_epoch", "rank", 1,
+	                              "after_requests", 12, "seconds", 3.25));
 	/* node 0 checked copies and found bad ones in its SSD tier */
 	json_object_set_new(nodes[0], "verify",
 	                    json_pack("{s:b, s:i, s:{s:{s:i}, s:{s:i}, s:{s:i}}}", "on", 1,
@@ -164,6 +168,11 @@ START_TEST(resumed_within_an_epoch)
 	                                  "their first read (RAM 0, SSD 3, other nodes 0): not "
 	                                  "served, the PFS was read again"),
 	              "%s", summary);
+	ck_assert_msg(has_problem(merged, "node 0: the ranks read another order than planned (no "
+	                                  "set_epoch: seen in rank 1's requests after 12 off the "
+	                                  "plan, 3.2 s in); staged in that order from then on"),
+	              "%s", summary);
+	ck_assert_msg(!has_problem(merged, "node 1: the ranks read another order"), "%s", summary);
 	ck_assert_msg(!has_problem(merged, "node 1: 0 copies"), "%s", summary);
 	free(summary);
 	json_decref(merged);
