@@ -9,12 +9,16 @@ RESULTS/REGIME/CONFIG/ holds one run:
   meta.json    {"dataset_bytes": S, "samples": F, "epochs": E, "nodes": N,
                "ranks": R, "kind": ..., "regime": ...} (or in RESULTS/REGIME/;
                optional "fits": true|false or "cache_bytes": the cluster's
-               cache, else the tiers of report.json say whether S fits);
+               cache, else the tiers of report.json say whether S fits;
+               optional "start_epoch": K, a job resumed at the script's
+               epoch K that runs epochs K to E-1: its epoch 0 is K);
   pfs.json     optional: {"bytes_read": N} measured by the emulated PFS for
                the run (the ground truth of PFS traffic);
   report.json  optional: nopfs's merged job report (nopfs runs).
 CONFIG is plain, nopfs or noio (train.py --synthetic), and mpi-plain,
-mpi-nopfs, mpi-noio the same with the MPI training program.
+mpi-nopfs, mpi-noio the same with the MPI training program; nopfs-unsaid is
+nopfs resumed without --nopfs-start-epoch (the agents find where the ranks
+read), held to nopfs's targets.
 
 Prints one table per regime, then the targets, each as
 "target ... : measured ... : met|NOT met|n/a". Epoch time = the last t_done
@@ -39,7 +43,9 @@ import sys
 
 PROGRAM = "analyze.py"
 CSV_HEADER = ["rank", "epoch", "batch", "samples", "bytes", "t_request", "t_ready", "t_done"]
-CONFIG_ORDER = ["plain", "nopfs", "noio", "mpi-plain", "mpi-nopfs", "mpi-noio"]
+CONFIG_ORDER = ["plain", "nopfs", "nopfs-unsaid", "noio", "mpi-plain", "mpi-nopfs",
+                "mpi-noio"]
+NOPFS_CONFIGS = ["nopfs", "nopfs-unsaid", "mpi-nopfs"]
 SOURCES = [("ram", "RAM"), ("ssd", "SSD"), ("peer", "peers"), ("pfs", "PFS"),
            ("staging", "staged")]
 META_INTS = ["dataset_bytes", "samples", "epochs", "nodes", "ranks"]
@@ -57,8 +63,9 @@ class InputError(Exception):
 
 
 def base_of(config):
-    """plain, nopfs or noio, for mpi-plain too."""
-    return config[4:] if config.startswith("mpi-") else config
+    """plain, nopfs or noio, for mpi-plain and nopfs-unsaid too."""
+    config = config[4:] if config.startswith("mpi-") else config
+    return "nopfs" if config == "nopfs-unsaid" else config
 
 
 def prefix_of(config):
@@ -103,6 +110,11 @@ def read_meta(regime_dir, config_dir):
         number_at(meta, path, key, int)
     if meta["epochs"] < 1 or meta["ranks"] < 1 or meta["samples"] < 1:
         raise InputError(f"{path}: epochs, samples and ranks must be at least 1")
+    if "start_epoch" in meta:
+        start = number_at(meta, path, "start_epoch", int)
+        if not 0 <= start < meta["epochs"]:
+            raise InputError(f"{path}: start_epoch {start} is not below epochs "
+                             f"{meta['epochs']}")
     meta["path"] = path
     return meta
 
@@ -177,8 +189,10 @@ class Run:
         self.epoch_time = {}
         for (epoch, _rank), (start, end) in spans.items():
             self.epoch_time[epoch] = max(self.epoch_time.get(epoch, 0.0), end - start)
-        self.epoch0 = self.epoch_time.get(0, math.nan)
-        later = [t for e, t in self.epoch_time.items() if e >= 1]
+        # a resumed job's first epoch is its "epoch 0"
+        first = self.meta.get("start_epoch", 0)
+        self.epoch0 = self.epoch_time.get(first, math.nan)
+        later = [t for e, t in self.epoch_time.items() if e > first]
         self.later = sum(later) / len(later) if later else math.nan
         self.total = sum(self.epoch_time.values())
         self.batch_times = sorted(max(r[7] - r[5], 1e-6) for r in self.rows)
@@ -203,12 +217,14 @@ class Run:
                                  f"{meta['ranks']} ranks")
         if self.ranks != list(range(len(self.ranks))):
             self.warnings.append(f"ranks {self.ranks} are not 0..{len(self.ranks) - 1}")
-        missing = [e for e in range(meta["epochs"]) if e not in self.epochs]
+        first = meta.get("start_epoch", 0)
+        missing = [e for e in range(first, meta["epochs"]) if e not in self.epochs]
         if missing:
             self.warnings.append(f"epochs missing: {missing}")
-        extra = sorted(e for e in self.epochs if not 0 <= e < meta["epochs"])
+        extra = sorted(e for e in self.epochs if not first <= e < meta["epochs"])
         if extra:
-            self.warnings.append(f"epochs beyond meta.json's {meta['epochs']}: {extra}")
+            self.warnings.append(f"epochs outside meta.json's {first} to "
+                                 f"{meta['epochs'] - 1}: {extra}")
         ranks, samples = meta["ranks"], meta["samples"]
         accepted = {-(-samples // ranks) * ranks, samples // ranks * ranks}
         for e in sorted(self.epochs):
@@ -258,7 +274,8 @@ class Run:
 
     def pfs_ratios(self):
         """(x E*S, x S) of the PFS bytes, or (None, None)."""
-        S, E = self.meta["dataset_bytes"], self.meta["epochs"]
+        S = self.meta["dataset_bytes"]
+        E = self.meta["epochs"] - self.meta.get("start_epoch", 0)
         if self.pfs_bytes is None or S == 0:
             return None, None
         return self.pfs_bytes / (E * S), self.pfs_bytes / S
@@ -335,13 +352,13 @@ def valid(*values):
 def regime_targets(regime, runs, fits, why):
     by_config = {run.config: run for run in runs}
     targets = []
-    for prefix in ("", "mpi-"):
-        nopfs = by_config.get(prefix + "nopfs")
+    for name in NOPFS_CONFIGS:
+        prefix = prefix_of(name)
+        nopfs = by_config.get(name)
         plain = by_config.get(prefix + "plain")
         noio = by_config.get(prefix + "noio") or by_config.get("noio")
         if nopfs is None:
             continue
-        name = prefix + "nopfs"
         if noio is not None:
             what = f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x {noio.config}"
             if valid(nopfs.later, noio.later):
@@ -409,7 +426,7 @@ def consistency_warnings(runs):
     return warnings
 
 
-COLUMNS = [("config", 10, "<"), ("epoch0 s", 9, ">"), ("ep>=1 s", 9, ">"),
+COLUMNS = [("config", 12, "<"), ("epoch0 s", 9, ">"), ("ep>=1 s", 9, ">"),
            ("total s", 9, ">"), ("p50 ms", 8, ">"), ("p99 ms", 8, ">"), ("stall s", 9, ">"),
            ("PFS read", 10, ">"), ("from", 8, "<"), ("xE*S", 6, ">"), ("xS", 6, ">"),
            ("sources", 0, "<")]
@@ -425,7 +442,9 @@ def print_regime(regime, out):
     fit_text = "unknown" if fits is None else ("yes" if fits else "no")
     print(f"== regime {regime.name}: {meta.get('kind', '?')}, "
           f"S = {format_bytes(meta['dataset_bytes'])} ({meta['samples']} samples), "
-          f"E = {meta['epochs']}, {meta['nodes']} nodes, {meta['ranks']} ranks; "
+          f"E = {meta['epochs']}"
+          f"{' resumed at epoch %d' % meta['start_epoch'] if meta.get('start_epoch') else ''}, "
+          f"{meta['nodes']} nodes, {meta['ranks']} ranks; "
           f"dataset fits: {fit_text} ({why})", file=out)
     print(table_line([c[0] for c in COLUMNS]), file=out)
     for run in runs:

@@ -8,8 +8,12 @@
 # and, in one regime, the C/MPI program (benchmarks/e2e/train_mpi) plain,
 # under nopfs and without I/O. Datasets in three regimes relative to the
 # cluster's cache: one node's RAM tier holds it (node); only the three
-# together do (aggregate); they do not (beyond). Then benchmarks/e2e/analyze.py
-# prints the table and the targets and plots. Root only (the cluster).
+# together do (aggregate); they do not (beyond); and a job of a chain,
+# resumed from a checkpoint for the last two epochs (resumed: the aggregate
+# size, ImageNet-like), under nopfs with --nopfs-start-epoch and without it
+# (nopfs-unsaid: the agents find where the ranks read). Then
+# benchmarks/e2e/analyze.py prints the table and the targets and plots. Root
+# only (the cluster).
 #
 #   benchmarks/e2e/run.sh [--quick] [--out DIR] [--epochs E] [--kinds LIST]
 #                         [--regimes LIST] [--pfs "NOPFS-PFS OPTIONS"] [--no-mpi]
@@ -24,7 +28,7 @@ PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
 OUT=$PWD/e2e-results
 EPOCHS=3
 KINDS=imagenet,cosmoflow
-REGIMES=node,aggregate,beyond
+REGIMES=node,aggregate,beyond,resumed
 # A PFS whose aggregate bandwidth barely grows with readers (per node: 20,
 # 12.5, 9.3 MiB/s with 1, 2, 3 nodes reading), 2 ms per operation, 1% of the
 # reads 50 ms late: the Lassen curve's shape (t(1) = 330 MB/s), scaled down
@@ -45,7 +49,7 @@ while (($#)); do
 	--pfs) PFS_OPTS=${2:?--pfs needs nopfs-pfs options}; shift 2 ;;
 	--no-mpi) MPI=0; shift ;;
 	--keep-cluster) KEEP=1; shift ;;
-	-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument '$1' (see --help)" ;;
 	esac
 done
@@ -133,8 +137,12 @@ workload() {
 	node) SIZE_MB=$((TIER_MB * 8 / 10)) ;;
 	aggregate) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
 	beyond) SIZE_MB=$((TIER_MB * 48 / 10)) ;;
-	*) die "--regimes: '$2' is not node, aggregate or beyond" ;;
+	resumed) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
+	*) die "--regimes: '$2' is not node, aggregate, beyond or resumed" ;;
 	esac
+	# the resumed job runs the last two epochs
+	START=0
+	[[ $2 != resumed ]] || START=$((EPOCHS - 2))
 }
 
 # make_data KIND REGIME: DATA, INDEX (list kinds), DATA_BYTES, DATA_SAMPLES
@@ -172,10 +180,12 @@ run_config() {
 	esac
 	[[ -z $INDEX ]] || cmd+=(--index "$INDEX")
 	[[ $3 != *noio ]] || cmd+=(--synthetic)
-	if [[ $3 == *nopfs ]]; then
+	((START == 0)) || cmd+=(--start-epoch "$START")
+	if [[ $3 == *nopfs || $3 == nopfs-unsaid ]]; then
 		nopfs=(--nopfs-dataset="$DATA" --nopfs-seed=42 --nopfs-epochs="$EPOCHS"
 			--nopfs-tiers="ram:${TIER_MB}M" --nopfs-report="$dir/report.json")
 		[[ -z $INDEX ]] || nopfs+=(--nopfs-index="list:$INDEX")
+		[[ $3 == nopfs-unsaid ]] || nopfs+=(--nopfs-start-epoch="$START")
 	fi
 	local mpi=()
 	[[ $3 != mpi-* ]] || mpi=(--mpi=pmix)
@@ -186,8 +196,8 @@ run_config() {
 		>"$dir/job.out" 2>&1 || rc=$?
 	after=$(pfs_bytes)
 	printf '{"bytes_read": %d}\n' $((after - before)) >"$dir/pfs.json"
-	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "nodes": 3, "ranks": 6, "kind": "%s", "regime": "%s", "cache_bytes": %d}\n' \
-		"$DATA_BYTES" "$DATA_SAMPLES" "$EPOCHS" "$1" "$2" $((3 * TIER_MB * 1048576)) >"$dir/meta.json"
+	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "start_epoch": %d, "nodes": 3, "ranks": 6, "kind": "%s", "regime": "%s", "cache_bytes": %d}\n' \
+		"$DATA_BYTES" "$DATA_SAMPLES" "$EPOCHS" "$START" "$1" "$2" $((3 * TIER_MB * 1048576)) >"$dir/meta.json"
 	mkdir -p "$OUT/$1-$2"
 	rm -rf "${OUT:?}/$1-$2/$3"
 	cp -r "$dir" "$OUT/$1-$2/$3"
@@ -205,10 +215,15 @@ IFS=, read -r -a regimes <<<"$REGIMES"
 for kind in "${kinds[@]}"; do
 	for regime in "${regimes[@]}"; do
 		# CosmoFlow's 16 MB samples: the aggregate regime unless asked for more
-		[[ $kind == cosmoflow && $regime != aggregate && $REGIMES == node,aggregate,beyond ]] && continue
+		[[ $kind == cosmoflow && $regime != aggregate && $REGIMES == node,aggregate,beyond,resumed ]] && continue
+		if [[ $regime == resumed ]] && ((EPOCHS < 3)); then
+			echo "run.sh: the resumed regime needs --epochs 3 or more (it runs the last two): skipped" >&2
+			continue
+		fi
 		workload "$kind" "$regime"
 		make_data "$kind" "$regime"
 		configs=(plain nopfs noio)
+		[[ $regime != resumed ]] || configs=(plain nopfs nopfs-unsaid noio)
 		if ((MPI)) && [[ $kind == imagenet && $regime == aggregate ]]; then
 			configs+=(mpi-plain mpi-nopfs mpi-noio)
 		fi

@@ -185,6 +185,8 @@ def parse_arguments(argv):
     parser.add_argument("--synthetic", action="store_true",
                         help="no I/O: samples are in-memory bytes of the files' sizes")
     parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--start-epoch", type=int, default=0,
+                        help="a resumed job: runs epochs START to EPOCHS-1 (default 0)")
     parser.add_argument("--seed", type=int, default=0, help="DistributedSampler seed")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--workers", type=int, default=2, help="DataLoader workers")
@@ -213,6 +215,8 @@ def parse_arguments(argv):
         parser.error("--data DIR (or --index FILE) is required")
     checks = [
         (args.epochs >= 1, f"--epochs {args.epochs}: need at least 1"),
+        (0 <= args.start_epoch < args.epochs,
+         f"--start-epoch {args.start_epoch}: need 0 <= start < epochs ({args.epochs})"),
         (args.batch_size >= 1, f"--batch-size {args.batch_size}: need at least 1"),
         (args.workers >= 0, f"--workers {args.workers}: need 0 or more"),
         (args.prefetch_factor is None or args.prefetch_factor >= 1,
@@ -266,7 +270,7 @@ def train(args, dataset, out):
     rank, compute = args.rank, args.compute
     samples = total = check = 0
     out.write(CSV_HEADER)
-    for epoch in range(args.epochs):
+    for epoch in range(args.start_epoch, args.epochs):
         sampler.set_epoch(epoch)
         t_request = time.time()
         batches = iter(loader)
@@ -314,7 +318,8 @@ def main(argv=None):
         print(f"{PROGRAM}: rank {args.rank}: error: {e}", file=sys.stderr)
         return 1
     mode = "synthetic" if args.synthetic else "files"
-    print(f"{PROGRAM}: rank {args.rank}/{args.world_size}: {args.epochs} epochs in "
+    print(f"{PROGRAM}: rank {args.rank}/{args.world_size}: "
+          f"{args.epochs - args.start_epoch} epochs in "
           f"{time.time() - start:.3f} s (setup {setup:.3f} s), {samples} samples, {total} bytes "
           f"({mode}, checksum {check:016x})", file=sys.stderr)
     return 0

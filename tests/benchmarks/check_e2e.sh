@@ -136,8 +136,18 @@ check same "$results/cosmoflow/plain" "$results/cosmoflow/noio"
 check runs "$cosmo" --index "$cosmo/index.txt" --dir "$work/droplast" --ranks 2 \
 	--epochs $epochs --seed $seed --drop-last
 
+# A resumed job runs the epochs from its start epoch on, each in that epoch's order.
+run_ranks "$work/resumed" --data "$imagenet" --batch-size 8 --workers 0 --start-epoch 1
+if [ "$(cut -d, -f2 "$work"/resumed/rank-*.csv | grep -v epoch | sort -u | tr '\n' ' ')" != "1 2 " ]; then
+	fail "train.py --start-epoch 1 --epochs 3 did not run epochs 1 and 2 only"
+fi
+cmp -s <(grep -v '^rank' "$work/resumed/rank-0.csv" | cut -d, -f2-5) \
+	<(grep -v '^rank' "$results/imagenet/plain/rank-0.csv" | awk -F, '$2 >= 1' | cut -d, -f2-5) ||
+	fail "train.py --start-epoch 1: epochs 1 and 2 differ from those of a whole run"
+
 # Bad arguments and a missing dataset: a message, no traceback, non-zero.
 for bad in "--data $work/none:--data" "--index $work/none.txt:--index" \
+	"--data $imagenet --start-epoch 3:--start-epoch" \
 	"--data $imagenet --rank 2:--rank" "--data $imagenet --epochs 0:--epochs" \
 	"--data $cosmo:--data" "--data $imagenet --workers 0 --persistent-workers:--persistent"; do
 	read -r -a flags <<<"${bad%%:*}"
@@ -199,6 +209,27 @@ printf '%s\n' "$header" 0,0,0,4,400,10.0,10.0,11.5 0,1,0,4,400,20.0,20.0,20.95 \
 printf '%s\n' "$header" 1,0,0,4,400,10.0,10.0,11.0 1,1,0,4,400,20.0,20.0,20.5 \
 	>"$calc/noio/rank-1.csv"
 
+# a resumed job (epochs 1 and 2 of 3) whose agents found where it reads:
+# its epoch 0 is the script's epoch 1
+resumed="$results/resumed"
+mkdir -p "$resumed/plain" "$resumed/nopfs-unsaid" "$resumed/noio"
+meta "$resumed" calc 800 8 ', "fits": true, "start_epoch": 1'
+# plain: 3.0 s and 2.5 s; nopfs-unsaid: 2.0 s and 0.8 s; noio: 1.0 s and 0.8 s
+printf '%s\n' "$header" 0,1,0,4,400,10.0,11.0,13.0 0,2,0,4,400,20.0,21.0,22.5 \
+	>"$resumed/plain/rank-0.csv"
+printf '%s\n' "$header" 1,1,0,4,400,10.0,10.5,12.0 1,2,0,4,400,20.0,20.5,22.0 \
+	>"$resumed/plain/rank-1.csv"
+for config in nopfs-unsaid noio; do
+	first=12.0
+	[ "$config" = noio ] && first=11.0
+	printf '%s\n' "$header" "0,1,0,4,400,10.0,10.0,$first" 0,2,0,4,400,20.0,20.0,20.8 \
+		>"$resumed/$config/rank-0.csv"
+	printf '%s\n' "$header" 1,1,0,4,400,10.0,10.0,10.5 1,2,0,4,400,20.0,20.0,20.5 \
+		>"$resumed/$config/rank-1.csv"
+done
+report "$resumed/nopfs-unsaid" 1000 400 200
+echo '{"bytes_read": 808}' >"$resumed/nopfs-unsaid/pfs.json"
+
 if ! "$python" "$analyze" "$results" >"$work/analyze.out" 2>&1; then
 	fail "analyze.py $results failed"
 fi
@@ -212,11 +243,16 @@ for line in "== regime calc: calc, S = 800 B (8 samples), E = 2, 1 nodes, 2 rank
 	"target nopfs epoch 0 <= 1.00 x plain epoch 0 : measured 0.714 x (2.000 s vs 2.800 s) : met" \
 	"target nopfs PFS bytes <= 1.02 x S when the dataset fits : measured 1.010 x S (pfs.json; fits:" \
 	"target nopfs PFS bytes <= 1.02 x S when the dataset fits : measured 1.500 x S (pfs.json; fits: tiers of 1 nodes hold" \
-	"target nopfs epochs>=1 <= 1.05 x noio : measured 1.000 x"; do
+	"target nopfs epochs>=1 <= 1.05 x noio : measured 1.000 x" \
+	"== regime resumed: calc, S = 800 B (8 samples), E = 3 resumed at epoch 1, 1 nodes" \
+	"target nopfs-unsaid epochs>=1 <= 1.05 x noio : measured 1.000 x (0.800 s vs 0.800 s) : met" \
+	"target plain / nopfs-unsaid epochs>=1 >= 3.0 x : measured 3.12 x (2.500 s vs 0.800 s; over all epochs 1.96 x) : met" \
+	"target nopfs-unsaid epoch 0 <= 1.00 x plain epoch 0 : measured 0.667 x (2.000 s vs 3.000 s) : met" \
+	"target nopfs-unsaid PFS bytes <= 1.02 x S when the dataset fits : measured 1.010 x S"; do
 	expect_in "$work/analyze.out" "$line"
 done
-[ "$(grep -c '^target .* : measured .* : \(met\|NOT met\|n/a\)$' "$work/analyze.out")" -eq 8 ] ||
-	fail "analyze.py did not print 8 targets"
+[ "$(grep -c '^target .* : measured .* : \(met\|NOT met\|n/a\)$' "$work/analyze.out")" -eq 12 ] ||
+	fail "analyze.py did not print 12 targets"
 for config in plain nopfs noio; do
 	grep -q "^$config " "$work/analyze.out" || fail "no table row for $config"
 done
