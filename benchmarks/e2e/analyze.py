@@ -3,7 +3,10 @@
 
 usage: analyze.py RESULTS [--out DIR] [--no-plot] [--strict]
 
-RESULTS/REGIME/CONFIG/ holds one run:
+RESULTS/REGIME/CONFIG/ holds one run, or RESULTS/REGIME/CONFIG/run-K/ (K = 1,
+2, ...) one each of repeated runs, whose figures are then medians with their
+spread (lowest-highest), and whose ratios to another configuration's are
+taken run by run (run K of each, which ran in the same round):
   rank-*.csv   benchmarks/e2e/train.py's per-batch rows, one file per rank
                (rank,epoch,batch,samples,bytes,t_request,t_ready,t_done);
   meta.json    {"dataset_bytes": S, "samples": F, "epochs": E, "nodes": N,
@@ -281,13 +284,76 @@ class Run:
         return self.pfs_bytes / (E * S), self.pfs_bytes / S
 
 
+def median(values):
+    """The median of the numbers in @values (NaN for none)."""
+    values = sorted(v for v in values if v is not None and not math.isnan(v))
+    if not values:
+        return math.nan
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+class Repeated(Run):
+    """Repeated runs of one configuration (CONFIG/run-K/): each figure the
+    median over the runs, its lowest and highest in spread."""
+
+    FIGURES = ("epoch0", "later", "total", "p50", "p99", "stall", "read_bytes", "pfs_bytes",
+               "probe_bytes")
+
+    def __init__(self, runs):
+        first = runs[0]
+        self.runs = runs
+        self.regime, self.config, self.base = first.regime, first.config, first.base
+        self.directory = os.path.dirname(first.directory)
+        self.meta, self.report, self.pfs = first.meta, first.report, first.pfs
+        self.pfs_source, self.ranks = first.pfs_source, first.ranks
+        self.epochs = first.epochs  # the same sampler: the same samples per epoch
+        self.spread = {}
+        for name in self.FIGURES:
+            values = [getattr(run, name) for run in runs]
+            if any(v is None for v in values):
+                setattr(self, name, None)
+                continue
+            setattr(self, name, median(values))
+            finite = [v for v in values if not math.isnan(v)]
+            if finite:
+                self.spread[name] = (min(finite), max(finite))
+        self.epoch_time = {e: median([run.epoch_time.get(e, math.nan) for run in runs])
+                           for e in sorted({e for run in runs for e in run.epoch_time})}
+        self.batch_times = sorted(t for run in runs for t in run.batch_times)
+        self.sources = None
+        if all(run.sources for run in runs):
+            keys = set().union(*(run.sources for run in runs))
+            self.sources = {key: median([run.sources.get(key, 0.0) for run in runs])
+                            for key in keys}
+        self.warnings = [f"run {k}: {w}" for k, run in enumerate(runs, 1) for w in run.warnings]
+        self.complete = all(run.complete for run in runs)
+
+
+def paired(a, b, name):
+    """@a's figure @name over @b's: (ratio, (lowest, highest) over the runs
+    taken in the same rounds, or None when they are not repeated alike)."""
+    runs_a, runs_b = getattr(a, "runs", None), getattr(b, "runs", None)
+    if runs_a and runs_b and len(runs_a) == len(runs_b):
+        ratios = [getattr(x, name) / getattr(y, name) for x, y in zip(runs_a, runs_b)
+                  if valid(getattr(x, name), getattr(y, name))]
+        if len(ratios) == len(runs_a):
+            return median(ratios), (min(ratios), max(ratios))
+    return getattr(a, name) / getattr(b, name), None
+
+
+def spread_text(spread, digits=3):
+    """" [runs LOW-HIGH]" for a ratio measured over repeated runs, else ""."""
+    return "" if spread is None else f" [runs {spread[0]:.{digits}f}-{spread[1]:.{digits}f}]"
+
+
 def format_bytes(value):
     if value is None:
         return "-"
     for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
         if value >= size:
             return f"{value / size:.2f} {unit}"
-    return f"{value} B"
+    return f"{value:.0f} B"
 
 
 def format_number(value, scale=1.0, digits=3):
@@ -362,9 +428,10 @@ def regime_targets(regime, runs, fits, why):
         if noio is not None:
             what = f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x {noio.config}"
             if valid(nopfs.later, noio.later):
-                ratio = nopfs.later / noio.later
+                ratio, spread = paired(nopfs, noio, "later")
                 targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.later:.3f} s vs "
-                                      f"{noio.later:.3f} s)", ratio <= NOIO_SLACK))
+                                      f"{noio.later:.3f} s){spread_text(spread)}",
+                                      ratio <= NOIO_SLACK))
             else:
                 targets.append(Target(regime, what, "n/a (needs 2 epochs or more)", None))
         if plain is not None:
@@ -372,17 +439,20 @@ def regime_targets(regime, runs, fits, why):
             # follows): the speed-up is that of the epochs after it.
             what = f"{plain.config} / {name} epochs>=1 >= {SPEEDUP:.1f} x"
             if valid(plain.later, nopfs.later, plain.total, nopfs.total):
-                ratio = plain.later / nopfs.later
+                ratio, spread = paired(plain, nopfs, "later")
+                whole, _ = paired(plain, nopfs, "total")
                 targets.append(Target(regime, what, f"{ratio:.2f} x ({plain.later:.3f} s vs "
                                       f"{nopfs.later:.3f} s; over all epochs "
-                                      f"{plain.total / nopfs.total:.2f} x)", ratio >= SPEEDUP))
+                                      f"{whole:.2f} x){spread_text(spread, 2)}",
+                                      ratio >= SPEEDUP))
             else:
                 targets.append(Target(regime, what, "n/a", None))
             what = f"{name} epoch 0 <= {EPOCH0:.2f} x {plain.config} epoch 0"
             if valid(plain.epoch0, nopfs.epoch0):
-                ratio = nopfs.epoch0 / plain.epoch0
+                ratio, spread = paired(nopfs, plain, "epoch0")
                 targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.epoch0:.3f} s vs "
-                                      f"{plain.epoch0:.3f} s)", ratio <= EPOCH0))
+                                      f"{plain.epoch0:.3f} s){spread_text(spread)}",
+                                      ratio <= EPOCH0))
             else:
                 targets.append(Target(regime, what, "n/a", None))
         what = f"{name} PFS bytes <= {PFS_BOUND:.2f} x S when the dataset fits"
@@ -394,18 +464,26 @@ def regime_targets(regime, runs, fits, why):
             targets.append(Target(regime, what, f"{measured}; does not fit ({why})", None))
         elif x_s is None:
             targets.append(Target(regime, what, "n/a (no pfs.json or report.json)", None))
-        elif nopfs.pfs_source == "pfs.json" and nopfs.probe_bytes:
+        else:
             # The agents' self-benchmark reads a few MB per node once (an
             # admin's bench_cache keeps it for later jobs): not dataset traffic.
             S = nopfs.meta["dataset_bytes"]
-            data = (nopfs.pfs_bytes - nopfs.probe_bytes) / S
-            targets.append(Target(regime, what, f"{data:.3f} x S ({nopfs.pfs_source} "
-                                  f"{x_s:.3f} x S less the agents' self-benchmark "
-                                  f"{nopfs.probe_bytes / S:.3f} x S; fits: {why})",
-                                  data <= PFS_BOUND))
-        else:
-            targets.append(Target(regime, what, f"{x_s:.3f} x S ({nopfs.pfs_source}; "
-                                  f"fits: {why})", x_s <= PFS_BOUND))
+            less = nopfs.pfs_source == "pfs.json" and nopfs.probe_bytes
+            spread = None
+            if getattr(nopfs, "runs", None):
+                each = [(run.pfs_bytes - (run.probe_bytes if less else 0)) / S
+                        for run in nopfs.runs]
+                spread = (min(each), max(each))
+            if less:
+                data = (nopfs.pfs_bytes - nopfs.probe_bytes) / S
+                targets.append(Target(regime, what, f"{data:.3f} x S ({nopfs.pfs_source} "
+                                      f"{x_s:.3f} x S less the agents' self-benchmark "
+                                      f"{nopfs.probe_bytes / S:.3f} x S; fits: {why})"
+                                      f"{spread_text(spread)}", data <= PFS_BOUND))
+            else:
+                targets.append(Target(regime, what, f"{x_s:.3f} x S ({nopfs.pfs_source}; "
+                                      f"fits: {why}){spread_text(spread)}",
+                                      x_s <= PFS_BOUND))
     return targets
 
 
@@ -456,6 +534,18 @@ def print_regime(regime, out):
             format_bytes(run.pfs_bytes), run.pfs_source, format_number(x_es, 1, 2),
             format_number(x_s, 1, 2), format_sources(run)]).rstrip(), file=out)
     for run in runs:
+        if getattr(run, "runs", None):
+            figures = [(label, name) for label, name in
+                       (("epoch0", "epoch0"), ("ep>=1", "later"), ("total", "total"))
+                       if name in run.spread]
+            text = ", ".join(f"{label} {run.spread[name][0]:.3f}-{run.spread[name][1]:.3f} s"
+                             for label, name in figures)
+            if "pfs_bytes" in run.spread:
+                low, high = run.spread["pfs_bytes"]
+                text += f", PFS read {format_bytes(low)}-{format_bytes(high)}"
+            print(f"  {run.config}: median of {len(run.runs)} runs; lowest-highest: {text}",
+                  file=out)
+    for run in runs:
         for warning in run.warnings:
             print(f"warning: {run.config}: {warning}", file=out)
     for run in runs[1:]:
@@ -474,7 +564,7 @@ SUMMARY_FIELDS = ["regime", "config", "kind", "nodes", "ranks", "epochs", "sampl
                   "dataset_bytes", "epoch0_s", "epochs_ge1_mean_s", "total_s", "batch_p50_s",
                   "batch_p99_s", "stall_s", "pfs_bytes", "pfs_source", "pfs_x_ES", "pfs_x_S",
                   "share_ram", "share_ssd", "share_peer", "share_pfs", "share_staging",
-                  "complete"]
+                  "complete", "runs"]
 
 
 def csv_number(value):
@@ -501,7 +591,8 @@ def write_summary(path, regimes):
                                 + [run.pfs_source, csv_number(x_es), csv_number(x_s)]
                                 + [csv_number(shares.get(key, 0.0)) if run.sources else ""
                                    for key, _label in SOURCES]
-                                + ["yes" if run.complete else "no"])
+                                + ["yes" if run.complete else "no",
+                                   len(getattr(run, "runs", None) or [run])])
 
 
 def write_targets(path, regimes):
@@ -629,8 +720,16 @@ def collect(results, problems):
             continue
         runs = []
         for config in configs:
+            config_dir = os.path.join(regime_dir, config)
+            repeats = sorted((d for d in os.listdir(config_dir) if d.startswith("run-")
+                              and d[4:].isdigit() and os.path.isdir(os.path.join(config_dir, d))),
+                             key=lambda d: int(d[4:]))
             try:
-                runs.append(Run(name, config, os.path.join(regime_dir, config), regime_dir))
+                if repeats:
+                    runs.append(Repeated([Run(name, config, os.path.join(config_dir, d),
+                                              regime_dir) for d in repeats]))
+                else:
+                    runs.append(Run(name, config, config_dir, regime_dir))
             except InputError as e:
                 problems.append(f"{name}/{config}: skipped: {e}")
         if runs:

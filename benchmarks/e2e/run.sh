@@ -12,12 +12,14 @@
 # resumed from a checkpoint for the last two epochs (resumed: the aggregate
 # size, ImageNet-like), under nopfs with --nopfs-start-epoch and without it
 # (nopfs-unsaid: the agents find where the ranks read). Then
-# benchmarks/e2e/analyze.py prints the table and the targets and plots. Root
-# only (the cluster).
+# benchmarks/e2e/analyze.py prints the table and the targets and plots. Each
+# configuration runs --repeat times (default 3), the configurations of a
+# regime in turn, round after round: the figures are medians with their
+# spread, ratios taken within a round. Root only (the cluster).
 #
 #   benchmarks/e2e/run.sh [--quick] [--out DIR] [--epochs E] [--kinds LIST]
 #                         [--regimes LIST] [--pfs "NOPFS-PFS OPTIONS"] [--no-mpi]
-#                         [--keep-cluster]
+#                         [--repeat N] [--keep-cluster]
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,6 +37,7 @@ REGIMES=node,aggregate,beyond,resumed
 # to what one 2-core machine can feed, and made contended.
 PFS_OPTS="--bandwidth 1:20M,2:25M,3:28M --latency 2 --noise 0.01:50"
 MPI=1
+REPEAT=3
 QUICK=0
 KEEP=0
 
@@ -48,18 +51,23 @@ while (($#)); do
 	--regimes) REGIMES=${2:?--regimes needs a list}; shift 2 ;;
 	--pfs) PFS_OPTS=${2:?--pfs needs nopfs-pfs options}; shift 2 ;;
 	--no-mpi) MPI=0; shift ;;
+	--repeat) REPEAT=${2:?--repeat needs a number}; shift 2 ;;
 	--keep-cluster) KEEP=1; shift ;;
-	-h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument '$1' (see --help)" ;;
 	esac
 done
 if ! [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || ((EPOCHS < 2)); then
 	die "--epochs must be 2 or more, not '$EPOCHS'"
 fi
-if ((QUICK)); then # the cluster test's size: one small regime, no MPI
+if ! [[ $REPEAT =~ ^[1-9][0-9]*$ ]]; then
+	die "--repeat must be 1 or more, not '$REPEAT'"
+fi
+if ((QUICK)); then # the cluster test's size: one small regime, once, no MPI
 	KINDS=imagenet
 	REGIMES=aggregate
 	MPI=0
+	REPEAT=1
 fi
 ((EUID == 0)) || die "must run as root (it starts the test cluster)"
 for f in nopfs-agent nopfs-report lib/.libs/libnopfs_preload.so spank/.libs/spank_nopfs.so \
@@ -166,9 +174,11 @@ make_data() {
 	echo "# $1/$2: $DATA_SAMPLES samples, $DATA_BYTES bytes; tier ram:${TIER_MB}M per node"
 }
 
-# run_config KIND REGIME CONFIG
+# run_config KIND REGIME CONFIG ROUND: into CONFIG/run-ROUND when repeated
 run_config() {
-	local dir=$E2E/runs/$1-$2/$3 before after rc=0 cmd=() nopfs=()
+	local name=$3 before after rc=0 cmd=() nopfs=()
+	((REPEAT == 1)) || name=$3/run-$4
+	local dir=$E2E/runs/$1-$2/$name
 	rm -rf "$dir"
 	install -d -m 0777 "$dir"
 	case $3 in
@@ -198,15 +208,15 @@ run_config() {
 	printf '{"bytes_read": %d}\n' $((after - before)) >"$dir/pfs.json"
 	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "start_epoch": %d, "nodes": 3, "ranks": 6, "kind": "%s", "regime": "%s", "cache_bytes": %d}\n' \
 		"$DATA_BYTES" "$DATA_SAMPLES" "$EPOCHS" "$START" "$1" "$2" $((3 * TIER_MB * 1048576)) >"$dir/meta.json"
-	mkdir -p "$OUT/$1-$2"
-	rm -rf "${OUT:?}/$1-$2/$3"
-	cp -r "$dir" "$OUT/$1-$2/$3"
+	mkdir -p "$(dirname "$OUT/$1-$2/$name")"
+	rm -rf "${OUT:?}/$1-$2/$name"
+	cp -r "$dir" "$OUT/$1-$2/$name"
 	if ((rc != 0)); then
-		echo "run.sh: $1/$2/$3 failed (exit $rc); its output: $OUT/$1-$2/$3/job.out" >&2
+		echo "run.sh: $1/$2/$name failed (exit $rc); its output: $OUT/$1-$2/$name/job.out" >&2
 		tail -n 20 "$dir/job.out" >&2
 		return 1
 	fi
-	echo "# $1/$2/$3: done; PFS read $((after - before)) bytes ($(tail -n 1 "$dir/job.out"))"
+	echo "# $1/$2/$name: done; PFS read $((after - before)) bytes ($(tail -n 1 "$dir/job.out"))"
 }
 
 failed=0
@@ -227,13 +237,16 @@ for kind in "${kinds[@]}"; do
 		if ((MPI)) && [[ $kind == imagenet && $regime == aggregate ]]; then
 			configs+=(mpi-plain mpi-nopfs mpi-noio)
 		fi
-		for config in "${configs[@]}"; do
-			run_config "$kind" "$regime" "$config" || failed=1
+		rm -rf "${OUT:?}/$kind-$regime" "${E2E:?}/runs/$kind-$regime"
+		for ((round = 1; round <= REPEAT; round++)); do
+			for config in "${configs[@]}"; do
+				run_config "$kind" "$regime" "$config" "$round" || failed=1
+			done
 		done
 		rm -rf "$DATA"
 	done
 done
 
-echo "# PFS: nopfs-pfs $PFS_OPTS; $EPOCHS epochs; results in $OUT"
+echo "# PFS: nopfs-pfs $PFS_OPTS; $EPOCHS epochs; $REPEAT rounds; results in $OUT"
 "$PYTHON" "$SRCDIR/benchmarks/e2e/analyze.py" "$OUT" || failed=1
 exit "$failed"
