@@ -330,6 +330,14 @@ json_t *report_json(struct agent *agent)
 		json_object_set_new(report, "peers", peers_json(agent));
 		json_object_set_new(report, "rdma", rdma_devices_json());
 		json_object_set_new(report, "plan", json_integer((json_int_t)agent->accepted));
+		json_object_set_new(report, "plan_followed",
+		                    json_integer((json_int_t)agent->followed));
+		json_object_set_new(
+		        report, "superseded",
+		        json_pack("{s:I, s:I}", "requests",
+		                  (json_int_t)atomic_load(&stats->superseded_requests),
+		                  "newest_plan",
+		                  (json_int_t)atomic_load(&stats->superseded_newest) - 1));
 		json_object_set_new(report, "replans",
 		                    agent->plans ? json_deep_copy(agent->plans) : json_array());
 	}

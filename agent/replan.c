@@ -378,6 +378,7 @@ static nopfs_status replan(struct agent *agent, uint32_t generation, char *text,
 		goto refused;
 	}
 	agent->accepted = generation;
+	agent->followed = generation;
 	status = agent_serve_start(agent);
 	if (status == NOPFS_OK)
 		status = agent_publish_ready(agent);

@@ -73,7 +73,7 @@ nopfs_status agent_serve_start(struct agent *agent)
 	if (status != NOPFS_OK)
 		goto out_watch;
 	status = server_start(&agent->server, agent->socket_path, &agent->stage, &agent->stats,
-	                      live_stats, agent, options->max_connections);
+	                      live_stats, agent, options->max_connections, agent->followed);
 	if (status != NOPFS_OK)
 		goto out_prefetch;
 	agent->serving = true;

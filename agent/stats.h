@@ -65,6 +65,9 @@ struct agent_stats {
 	_Atomic uint64_t stream_skipped;    /* positions abandoned (never read) */
 	_Atomic uint64_t stream_resyncs;
 	_Atomic uint64_t beyond_epochs; /* requests after the last planned epoch */
+	/* requests of tasks whose step was planned before the plan followed now */
+	_Atomic uint64_t superseded_requests;
+	_Atomic uint64_t superseded_newest; /* the newest such step generation + 1 (0: none) */
 	_Atomic uint64_t refused_connections;
 	_Atomic uint64_t malformed_messages;
 	_Atomic uint64_t watch_overflows;

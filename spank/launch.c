@@ -318,14 +318,16 @@ static void describe_to_agents(uint32_t step, const char *submit_line, const cha
 		           signature, why);
 }
 
-/* The launching srun's word to its tasks' slurmstepd (see tasks.c). */
-static void publish_for_tasks(uint32_t job)
+/* The launching srun's word to its tasks' slurmstepd (see tasks.c); @launched: it started the
+ * agents. */
+static void publish_for_tasks(uint32_t job, bool launched)
 {
 	char value[PATH_MAX + 64];
 
 	snprintf(value, sizeof(value), "%u:%u:%s", job,
 	         (nopfs_request.preload ? NOPFS_TASKS_PRELOAD : 0) |
-	                 (nopfs_request.early ? NOPFS_TASKS_EARLY : 0),
+	                 (nopfs_request.early ? NOPFS_TASKS_EARLY : 0) |
+	                 (launched ? NOPFS_TASKS_LAUNCH : 0),
 	         nopfs_request.dataset);
 	setenv(NOPFS_SPANK_TASKS, value, 1);
 }
@@ -374,7 +376,7 @@ int launch_agents(spank_t sp)
 		describe_to_agents(step, submit_line, agent_nodes, &layout);
 	else
 		start_agent_step(job, &layout, environ, false);
-	publish_for_tasks(job);
+	publish_for_tasks(job, !found);
 	return 0;
 }
 

@@ -23,6 +23,7 @@
 #define NOPFS_SPANK_TASKS   "NOPFS_SPANK_TASKS"
 #define NOPFS_TASKS_PRELOAD 1u /* --nopfs-preload=yes */
 #define NOPFS_TASKS_EARLY   2u /* --nopfs-start=early */
+#define NOPFS_TASKS_LAUNCH  4u /* this step started the agents: its tasks are plan 0's */
 /*
  * Set with it when the job's agents plan for other options than the step's
  * and are to re-plan for it: the plan's generation (the step id + 1), then

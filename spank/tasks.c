@@ -276,11 +276,12 @@ static int wait_generation(const struct node_agent *agent, unsigned long long ge
 
 /*
  * Have this node's agent re-plan for this step, as NOPFS_SPANK_PLAN @plan
- * describes it. Whatever happens, the tasks go on: the agent serves them
- * all the same.
+ * describes it: the step's plan generation once the agent follows it (or a
+ * later one), else -1. Whatever happens, the tasks go on: the agent serves
+ * them all the same.
  */
-static void replan(const struct node_agent *agent, unsigned int timeout, const char *host,
-                   char *plan)
+static long long replan(const struct node_agent *agent, unsigned int timeout, const char *host,
+                        char *plan)
 {
 	unsigned long long generation, current;
 	char *arguments, why[PATH_MAX + 128];
@@ -293,16 +294,17 @@ static void replan(const struct node_agent *agent, unsigned int timeout, const c
 	} else if (fields < 2) {
 		snprintf(why, sizeof(why), "it is too old to re-plan");
 	} else if (current >= generation) {
-		return; /* it plans for this step, or a later one, already */
+		return (long long)generation; /* it plans for this step, or a later one, already */
 	} else if (write_step_file(agent, generation, arguments) != 0) {
 		snprintf(why, sizeof(why), "cannot write %s/step-%llu: %s", agent->runtime,
 		         generation, strerror(errno));
 	} else if (wait_generation(agent, generation, timeout, why, sizeof(why)) == 0) {
-		return;
+		return (long long)generation;
 	}
 	user_error("the agent of job %u on %s did not re-plan for this step (%s; its log: %s): "
 	           "its reads are served, not planned",
 	           agent->job, host, why, agent->log);
+	return -1;
 }
 
 /* NOPFS_SPANK_PLAN, taken out of the step's environment (malloc'd), or NULL. */
@@ -323,11 +325,22 @@ static char *take_plan(spank_t sp)
 	return NULL;
 }
 
-/* The tasks' environment: the agent's socket and stage directory, the interposer. */
+/*
+ * The tasks' environment: the agent's socket and stage directory, the
+ * interposer, and the plan generation the step is served under (@generation,
+ * -1: none, the variable removed so that no value of the user's stands).
+ */
 static int set_task_env(spank_t sp, const struct node_agent *agent, bool preload, bool early,
-                        const char *dataset)
+                        const char *dataset, long long generation)
 {
 	char value[PATH_MAX + 4096], current[4096];
+
+	if (generation >= 0 && generation < UINT32_MAX) {
+		snprintf(value, sizeof(value), "%lld", generation);
+		spank_setenv(sp, NOPFS_ENV_PLAN, value, 1);
+	} else {
+		spank_unsetenv(sp, NOPFS_ENV_PLAN);
+	}
 
 	if (early) {
 		/* the first metadata call waits (as long as the plugin did) for the listings */
@@ -370,6 +383,7 @@ int tasks_prepare(spank_t sp)
 {
 	char word[PATH_MAX + 64], host[256] = "this node", why[PATH_MAX + 192] = "", *plan;
 	struct node_agent agent = { .pid = 0 };
+	long long generation = -1; /* the plan the agents serve this step's tasks under */
 	unsigned int job, flags;
 	bool early;
 	int consumed = 0, rc = 0, fd;
@@ -405,8 +419,11 @@ int tasks_prepare(spank_t sp)
 	}
 	close(fd);
 	if (plan)
-		replan(&agent, nopfs_config.ready_timeout, host, plan);
-	rc = set_task_env(sp, &agent, flags & NOPFS_TASKS_PRELOAD, early, word + consumed);
+		generation = replan(&agent, nopfs_config.ready_timeout, host, plan);
+	else if (flags & NOPFS_TASKS_LAUNCH)
+		generation = 0; /* the agents' first plan is this step's */
+	rc = set_task_env(sp, &agent, flags & NOPFS_TASKS_PRELOAD, early, word + consumed,
+	                  generation);
 out:
 	free(plan);
 	return rc;

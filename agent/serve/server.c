@@ -27,6 +27,7 @@ struct server_connection {
 	int fd;
 	pid_t pid;
 	int32_t rank;
+	uint32_t plan; /* its step's plan generation (HELLO), or NOPFS_WIRE_NO_PLAN */
 	pthread_t thread;
 	bool finished;
 	struct server_connection *next;
@@ -78,6 +79,11 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	int fd = -1;
 
 	atomic_fetch_add(&server->stats->requests, 1);
+	if (c->plan != NOPFS_WIRE_NO_PLAN && c->plan < server->plan) {
+		/* a step planned before the plan followed now: served, not planned */
+		atomic_fetch_add(&server->stats->superseded_requests, 1);
+		agent_max(&server->stats->superseded_newest, (uint64_t)c->plan + 1);
+	}
 	if (index >= job->sampler.count) {
 		count_fallback(server, NOPFS_ERR_NOT_FOUND, false);
 		return reply_error(c, m->request_id, NOPFS_ERR_NOT_FOUND,
@@ -123,6 +129,7 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 	switch (m->type) {
 	case NOPFS_WIRE_HELLO:
 		c->rank = m->u.hello.rank;
+		c->plan = m->u.hello.plan;
 		reply.type = NOPFS_WIRE_WELCOME;
 		reply.u.welcome.node = job->node;
 		reply.u.welcome.world_size = job->sampler.world_size;
@@ -343,6 +350,7 @@ static void accept_one(struct server *server)
 	c->server = server;
 	c->fd = fd;
 	c->pid = peer.pid;
+	c->plan = NOPFS_WIRE_NO_PLAN; /* until its HELLO says */
 	c->rank = -1;
 	pthread_mutex_lock(&server->lock);
 	if (pthread_create(&c->thread, NULL, connection_main, c) != 0) {
@@ -378,7 +386,7 @@ static void *accept_main(void *arg)
 
 nopfs_status server_start(struct server *server, const char *path, struct stage *stage,
                           struct agent_stats *stats, json_t *(*stats_json)(void *arg),
-                          void *stats_arg, unsigned int max_connections)
+                          void *stats_arg, unsigned int max_connections, uint32_t plan)
 {
 	struct sockaddr_un address = { .sun_family = AF_UNIX };
 	mode_t old_umask;
@@ -390,6 +398,7 @@ nopfs_status server_start(struct server *server, const char *path, struct stage 
 	server->stats_arg = stats_arg;
 	server->max_connections =
 	        max_connections ? max_connections : SERVER_DEFAULT_MAX_CONNECTIONS;
+	server->plan = plan;
 	server->listen_fd = server->stop_fd = -1;
 	server->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	pthread_mutex_init(&server->lock, NULL);

@@ -33,6 +33,7 @@ struct server {
 	struct server_connection *connections;
 	unsigned int connection_count; /* under lock */
 	unsigned int max_connections;
+	uint32_t plan;    /* the step generation whose plan the agent follows */
 	int reserve_fd;   /* /dev/null, given up to accept and close when out of fds */
 	bool out_of_fds;  /* in a burst of EMFILE/ENFILE: said once */
 	bool at_capacity; /* in a burst of refusals over the cap: said once */
@@ -42,11 +43,14 @@ struct server {
 
 /*
  * Listen on @path (created 0600 by our uid) and serve from a thread, at most
- * @max_connections connections at a time (0: the default).
+ * @max_connections connections at a time (0: the default), for the plan of
+ * step generation @plan: requests of tasks whose HELLO names an earlier one
+ * are counted as superseded (their step was planned, then another step's
+ * plan was taken on).
  */
 nopfs_status server_start(struct server *server, const char *path, struct stage *stage,
                           struct agent_stats *stats, json_t *(*stats_json)(void *arg),
-                          void *stats_arg, unsigned int max_connections);
+                          void *stats_arg, unsigned int max_connections, uint32_t plan);
 
 /* Stop accepting, end every connection, join all threads, remove the socket. */
 void server_stop(struct server *server);

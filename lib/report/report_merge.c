@@ -48,6 +48,8 @@ struct node_figures {
 	bool interim; /* written while the agent still ran ("final": false) */
 	/* Later steps it planned for ("plan", "replans"; reports before them: 0). */
 	uint64_t plan, replans;
+	/* requests of tasks planned under an earlier step's plan than the one followed */
+	uint64_t plan_followed, superseded, superseded_plan;
 	/* Dataset metadata calls of its ranks ("metadata"; reports before it: none). */
 	uint64_t meta_served, meta_passed, meta_unlisted, meta_changed, meta_passed_changed;
 	uint64_t meta_passed_absent; /* passed with no metadata in the rank */
@@ -130,6 +132,10 @@ static bool read_plans(struct report_keys *keys, struct node_figures *f)
 		f->replans += json_is_string(outcome) &&
 		              strcmp(json_string_value(outcome), "planned") == 0;
 	}
+	report_optional_uint(keys, "plan_followed", &f->plan_followed);
+	report_optional_uint(keys, "superseded.requests", &f->superseded);
+	if (f->superseded)
+		report_uint(keys, "superseded.newest_plan", &f->superseded_plan);
 	return keys->ok;
 }
 
@@ -411,6 +417,15 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 			        "(RAM %" PRIu64 ", SSD %" PRIu64 ", other nodes %" PRIu64
 			        "): not served, the PFS was read again",
 			        n->node, n->bad_copies, n->bad_ram, n->bad_ssd, n->bad_peer);
+		if (n->superseded)
+			add_problem(
+			        problems,
+			        "node %" PRIu32 ": %" PRIu64
+			        " requests came from tasks of a step planned earlier (plan %" PRIu64
+			        " or before) while the agents followed plan %" PRIu64
+			        " (a step started later): served without their plan; steps running "
+			        "at the same time share the plan of the one started last",
+			        n->node, n->superseded, n->superseded_plan, n->plan_followed);
 		if (n->order_found)
 			add_problem(problems,
 			            "node %" PRIu32

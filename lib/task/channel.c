@@ -39,6 +39,7 @@ bool nopfs_channel_init(struct nopfs_channel *channel, const char *socket_path, 
 	memcpy(channel->socket_path, socket_path, length + 1);
 	channel->rank = rank;
 	channel->flags = flags;
+	channel->plan = nopfs_env_plan();
 	channel->timeout_ms = timeout_ms;
 	channel->socket = -1;
 	channel->next_request_id = 1;
@@ -306,6 +307,7 @@ nopfs_status nopfs_channel_connect(struct nopfs_channel *channel, const char **w
 	hello.u.hello.pid = (uint32_t)channel->pid;
 	hello.u.hello.rank = channel->rank;
 	hello.u.hello.flags = channel->flags;
+	hello.u.hello.plan = channel->plan;
 	status = exchange(channel, &hello, NOPFS_WIRE_WELCOME, &welcome, NULL, why);
 	if (status == NOPFS_OK && welcome.type != NOPFS_WIRE_WELCOME) {
 		*why = "the agent refused the connection";

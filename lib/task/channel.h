@@ -20,6 +20,7 @@ struct nopfs_channel {
 	char socket_path[NOPFS_CHANNEL_PATH_MAX];
 	int32_t rank;
 	uint32_t flags; /* NOPFS_WIRE_FLAG_* sent in HELLO */
+	uint32_t plan;  /* sent in HELLO: nopfs_env_plan() */
 	int timeout_ms; /* per request */
 	int socket;     /* -1 when not connected */
 	pid_t pid;      /* the process that connected it */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "wire.h"
 
 /* The longest file name Linux file systems accept. */
 #define STAGE_NAME_MAX 255
@@ -285,6 +286,19 @@ int32_t nopfs_env_rank(void)
 	}
 	errno = saved_errno;
 	return rank;
+}
+
+uint32_t nopfs_env_plan(void)
+{
+	const char *text = getenv(NOPFS_ENV_PLAN);
+	int saved_errno = errno;
+	uint32_t plan = NOPFS_WIRE_NO_PLAN;
+	long value;
+
+	if (parse_number(text, 0, (long)NOPFS_WIRE_NO_PLAN - 1, &value))
+		plan = (uint32_t)value;
+	errno = saved_errno;
+	return plan;
 }
 
 /* $@name as a number in @min..@max into *@value: 1, 0 when not valid, -1 when unset. */

@@ -21,6 +21,7 @@
 #define NOPFS_ENV_DISABLE    "NOPFS_DISABLE"
 #define NOPFS_ENV_DEBUG      "NOPFS_DEBUG"
 #define NOPFS_ENV_META_WAIT  "NOPFS_META_WAIT"
+#define NOPFS_ENV_PLAN       "NOPFS_PLAN"
 
 #define NOPFS_DEFAULT_TIMEOUT_MS 10000
 
@@ -39,6 +40,13 @@
  * that is set), -1 when none is set or it is not a number in 0..INT32_MAX.
  */
 int32_t nopfs_env_rank(void);
+
+/*
+ * $NOPFS_PLAN (set by the plugin): the generation of the agents' plan this
+ * task's step was planned under, 0..UINT32_MAX-1; NOPFS_WIRE_NO_PLAN when
+ * unset or not valid (a step the agents did not plan for, or no plugin).
+ */
+uint32_t nopfs_env_plan(void);
 
 /*
  * $NOPFS_TIMEOUT_MS when it is a number of milliseconds in 1..3600000, else

@@ -20,7 +20,7 @@
 #include "common/clock.h"
 
 /* Fixed payload lengths, and the fixed part of the variable-length ones. */
-#define HELLO_LENGTH       12
+#define HELLO_LENGTH       16
 #define WELCOME_LENGTH     20
 #define OPEN_FIXED_LENGTH  8
 #define GET_LENGTH         16
@@ -83,7 +83,7 @@ static bool length_fits_type(uint16_t type, uint32_t length, const char **why)
 {
 	switch (type) {
 	case NOPFS_WIRE_HELLO:
-		*why = "HELLO payload is not 12 bytes";
+		*why = "HELLO payload is not 16 bytes";
 		return length == HELLO_LENGTH;
 	case NOPFS_WIRE_WELCOME:
 		*why = "WELCOME payload is not 20 bytes";
@@ -174,6 +174,7 @@ static void encode_payload(const struct nopfs_wire_message *message, uint8_t *p)
 		put_u32(p, message->u.hello.pid);
 		put_u32(p + 4, (uint32_t)message->u.hello.rank);
 		put_u32(p + 8, message->u.hello.flags);
+		put_u32(p + 12, message->u.hello.plan);
 		break;
 	case NOPFS_WIRE_WELCOME:
 		put_u32(p, message->u.welcome.node);
@@ -278,6 +279,7 @@ static nopfs_status decode_payload(const uint8_t *p, uint32_t length, struct nop
 		m->u.hello.pid = get_u32(p);
 		m->u.hello.rank = (int32_t)get_u32(p + 4);
 		m->u.hello.flags = get_u32(p + 8);
+		m->u.hello.plan = get_u32(p + 12);
 		return NOPFS_OK;
 	case NOPFS_WIRE_WELCOME:
 		m->u.welcome.node = get_u32(p);

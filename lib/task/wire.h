@@ -49,6 +49,9 @@ typedef enum nopfs_wire_source {
 #define NOPFS_WIRE_FLAG_API        0x2u
 #define NOPFS_WIRE_FLAG_RING       0x4u
 
+/* HELLO.plan of a task that does not know the plan its step was planned under. */
+#define NOPFS_WIRE_NO_PLAN UINT32_MAX
+
 /* A decoded message. Strings point into the caller's payload buffer. */
 struct nopfs_wire_message {
 	nopfs_wire_type type;
@@ -58,6 +61,7 @@ struct nopfs_wire_message {
 			uint32_t pid;
 			int32_t rank;
 			uint32_t flags;
+			uint32_t plan; /* the agents' plan generation of its step, or NO_PLAN */
 		} hello;
 		struct {
 			uint32_t node;

@@ -8,7 +8,8 @@
 # srun reads correct data, none is told it is served unplanned, and helper
 # sruns with --nopfs-plan=no leave the plan alone. Last, a dataset without
 # samples: every agent refuses it (and keeps its plan), each node says so.
-# Then two steps at once: both read the right data.
+# Then two steps at once: both read the right data, and the job report says
+# how many requests of the earlier one came under the later one's plan.
 # Exit: 0 pass, 1 fail, 77 skip.
 set -euo pipefail
 PLUGIN_NEEDS_TORCH=1
@@ -150,6 +151,13 @@ kept = sum(nodes("seed")[n]["replans"][-1]["kept_samples"] for n in range(3))
 assert kept >= 600, f"the seed change kept {kept} cached samples"
 report = json.load(open(os.path.join(work, f"nopfs-{job}.json")))
 assert report["nodes_missing"] == [], report["nodes_missing"]
+# steps one after the other: none of their requests came under another's plan;
+# two at once: the earlier one's requests after the later one's plan are told
+for n in range(3):
+    assert refused[n]["superseded"]["requests"] == 0, (n, refused[n]["superseded"])
+superseded = [p for p in report["problems"] if "from tasks of a step planned earlier" in p]
+assert superseded, report["problems"]
+print(f"# two steps at once: {superseded[0]}")
 assert report["replans"] == 6, report["replans"]
 delivered = report["delivered_total"]["samples"]
 assert delivered >= 600 + 1200 + 600 + 300 + 600, (delivered, report["problems"])

@@ -144,6 +144,12 @@ START_TEST(resumed_within_an_epoch)
 	json_object_set_new(json_object_get(nodes[1], "stream"), "self_synced", json_integer(2));
 	json_object_set_new(json_object_get(nodes[1], "stream"), "self_sync",
 	                    json_pack("[{s:i, s:i, s:i}]", "rank", 3, "epoch", 5, "index", 40));
+	/* node 1: tasks of step 3 read on after step 5's plan was taken on */
+	json_object_set_new(nodes[1], "plan_followed", json_integer(5));
+	json_object_set_new(nodes[1], "superseded",
+	                    json_pack("{s:i, s:i}", "requests", 240, "newest_plan", 3));
+	json_object_set_new(nodes[0], "superseded",
+	                    json_pack("{s:i, s:i}", "requests", 0, "newest_plan", -1));
 	/* node 0 found its ranks reading epoch 0's order every epoch */
 	json_object_set_new(json_object_get(nodes[0], "stream"), "order_found",
 	                    json_pack("{s:s, s:i, s:i, s:f}", "order", "no set_epoch", "rank", 1,
@@ -173,6 +179,13 @@ START_TEST(resumed_within_an_epoch)
 	                                  "plan, 3.2 s in); staged in that order from then on"),
 	              "%s", summary);
 	ck_assert_msg(!has_problem(merged, "node 1: the ranks read another order"), "%s", summary);
+	ck_assert_msg(has_problem(merged, "node 1: 240 requests came from tasks of a step planned "
+	                                  "earlier (plan 3 or before) while the agents followed "
+	                                  "plan 5 (a step started later): served without their "
+	                                  "plan; steps running at the same time share the plan "
+	                                  "of the one started last"),
+	              "%s", summary);
+	ck_assert_msg(!has_problem(merged, "node 0: 0 requests"), "%s", summary);
 	ck_assert_msg(!has_problem(merged, "node 1: 0 copies"), "%s", summary);
 	free(summary);
 	json_decref(merged);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "task/runtime.h"
+#include "task/wire.h"
 
 START_TEST(path_names_round_trip)
 {
@@ -271,6 +272,21 @@ START_TEST(environment)
 	unsetenv("NOPFS_RANK");
 	unsetenv("RANK");
 	unsetenv("SLURM_PROCID");
+
+	/* the plan generation the step was served under, from the plugin */
+	unsetenv("NOPFS_PLAN");
+	ck_assert_uint_eq(nopfs_env_plan(), NOPFS_WIRE_NO_PLAN);
+	setenv("NOPFS_PLAN", "0", 1);
+	ck_assert_uint_eq(nopfs_env_plan(), 0);
+	setenv("NOPFS_PLAN", "4294967294", 1);
+	ck_assert_uint_eq(nopfs_env_plan(), 4294967294u);
+	setenv("NOPFS_PLAN", "4294967295", 1);
+	ck_assert_uint_eq(nopfs_env_plan(), NOPFS_WIRE_NO_PLAN);
+	setenv("NOPFS_PLAN", "3 ", 1);
+	ck_assert_uint_eq(nopfs_env_plan(), NOPFS_WIRE_NO_PLAN);
+	setenv("NOPFS_PLAN", "-1", 1);
+	ck_assert_uint_eq(nopfs_env_plan(), NOPFS_WIRE_NO_PLAN);
+	unsetenv("NOPFS_PLAN");
 
 	bool invalid = true;
 

@@ -29,10 +29,15 @@ START_TEST(round_trip_every_type)
 	m.u.hello.pid = 4242;
 	m.u.hello.rank = -1;
 	m.u.hello.flags = NOPFS_WIRE_FLAG_API;
-	ck_assert_uint_eq(round_trip(&m, &out), 16 + 12);
+	m.u.hello.plan = 7;
+	ck_assert_uint_eq(round_trip(&m, &out), 16 + 16);
 	ck_assert_uint_eq(out.u.hello.pid, 4242);
 	ck_assert_int_eq(out.u.hello.rank, -1);
 	ck_assert_uint_eq(out.u.hello.flags, NOPFS_WIRE_FLAG_API);
+	ck_assert_uint_eq(out.u.hello.plan, 7);
+	m.u.hello.plan = NOPFS_WIRE_NO_PLAN;
+	ck_assert_uint_eq(round_trip(&m, &out), 16 + 16);
+	ck_assert_uint_eq(out.u.hello.plan, NOPFS_WIRE_NO_PLAN);
 
 	m.type = NOPFS_WIRE_WELCOME;
 	m.u.welcome.node = 3;
