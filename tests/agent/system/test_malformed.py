@@ -17,7 +17,8 @@ def header(type_, length, version=1, magic=MAGIC, request=7):
 
 
 def hello():
-    return header(1, 12) + struct.pack("<IiI", os.getpid(), 0, 2)
+    """pid, rank, flags (C API), plan (none)."""
+    return header(1, 16) + struct.pack("<IiII", os.getpid(), 0, 2, 0xFFFFFFFF)
 
 
 def exchange(sock_path, data, close_early=False):
@@ -48,12 +49,14 @@ try:
                           tiers=["ram:1M"])
     sock = os.path.join(agent.runtime, "agent.sock")
     cases = {
-        "truncated header": (header(1, 12)[:10], True),
-        "truncated payload": (header(1, 12) + b"\x01\x02", True),
+        "truncated header": (header(1, 16)[:10], True),
+        "truncated payload": (header(1, 16) + b"\x01\x02", True),
         "oversized": (header(3, 1 << 30), False),
         "unknown type": (header(99, 0), False),
-        "wrong version": (header(1, 12, version=9) + bytes(12), False),
-        "bad magic": (header(1, 12, magic=0xDEADBEEF) + bytes(12), False),
+        "wrong version": (header(1, 16, version=9) + bytes(16), False),
+        "bad magic": (header(1, 16, magic=0xDEADBEEF) + bytes(16), False),
+        "HELLO of an older layout": (header(1, 12) + struct.pack("<IiI", os.getpid(), 0, 2),
+                                     False),
         "wrong length for type": (header(1, 3) + b"abc", False),
         "path past its end": (header(3, 8) + struct.pack("<iI", 0, 5000), False),
         "reply type from a task": (header(5, 0), False),

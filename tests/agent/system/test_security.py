@@ -50,9 +50,11 @@ def as_other(*args):
                           timeout=30)
 
 
-# A well-formed HELLO (wire.h): header (magic, version, type, length, id), pid, rank, flags.
-HELLO = bytes.fromhex("4e504653010001000c000000" "01000000") + (1234).to_bytes(4, "little") \
-    + (0).to_bytes(4, "little", signed=True) + (1).to_bytes(4, "little")
+# A well-formed HELLO (wire.h): header (magic, version, type, length, id), pid, rank, flags,
+# plan (none).
+HELLO = bytes.fromhex("4e5046530100010010000000" "01000000") + (1234).to_bytes(4, "little") \
+    + (0).to_bytes(4, "little", signed=True) + (1).to_bytes(4, "little") \
+    + (0xFFFFFFFF).to_bytes(4, "little")
 
 
 def connect(path):
