@@ -95,8 +95,16 @@ struct sim_result {
 	char note[256]; /* why infeasible, or what the policy changed */
 	double total;   /* seconds until the slowest worker is done */
 	double stage_in;
-	double compute; /* max over workers of its samples' s / c: its own lower bound */
-	double stall;   /* the slowest worker's waiting */
+	double compute; /* max over workers of its samples' s / c (Perfect: its total) */
+	/*
+	 * The least time any assignment of the samples it computed to the
+	 * workers can take: max(largest sample, bytes computed / N) / c. The
+	 * workers do not wait for each other, so this bounds the whole run (a
+	 * sum of per-iteration bounds would not). Perfect's total.
+	 */
+	double balanced;
+	uint64_t computed_bytes;          /* by all workers, every epoch */
+	double stall;                     /* the slowest worker's waiting */
 	double bucket[SIM_BUCKETS];       /* its time by source; sums to total */
 	double stall_bucket[SIM_BUCKETS]; /* its waiting by source */
 	uint32_t epochs;

@@ -69,7 +69,9 @@ struct engine {
 	uint32_t *wait_head; /* per sample: first waiter, when replicas wait */
 	struct waiter *waiters;
 	uint32_t waiter_count, waiter_room;
-	uint8_t *accessed; /* bitmap over samples */
+	uint8_t *accessed;       /* bitmap over samples */
+	uint64_t *epoch_bytes;   /* per epoch: bytes computed by all workers */
+	uint64_t *epoch_largest; /* per epoch: the largest sample computed */
 	struct sim_result *result;
 	nopfs_status status;
 };
@@ -291,7 +293,7 @@ static void worker_step(struct engine *e, struct worker *w, double now)
 {
 	const struct sim_dataset *data = e->data;
 	uint32_t sample = w->stream[w->next];
-	uint64_t size = data->sizes[sample];
+	uint64_t size = data->sizes[sample], epoch = w->next / data->per_rank;
 	double compute = (double)size / e->compute, done, consume;
 	struct fetch f = { .bucket = SIM_BUCKET_IDEAL };
 
@@ -303,6 +305,9 @@ static void worker_step(struct engine *e, struct worker *w, double now)
 		w->threads.free[pool_first(&w->threads)] = done;
 	}
 	w->compute += compute;
+	e->epoch_bytes[epoch] += size;
+	if (size > e->epoch_largest[epoch])
+		e->epoch_largest[epoch] = size;
 	consume = done > w->last_end ? done : w->last_end;
 	w->bucket[f.bucket] += consume + compute - w->last_end;
 	w->stall[f.bucket] += consume - w->last_end;
@@ -463,11 +468,46 @@ static double stage_in_end(const struct engine *e)
 	return end;
 }
 
+/* The least time any assignment of @bytes, none larger than @largest, takes. */
+static double balanced(const struct engine *e, uint64_t bytes, uint64_t largest)
+{
+	double even = (double)bytes / e->nodes, most = (double)largest;
+
+	return (even > most ? even : most) / e->compute;
+}
+
+/*
+ * Perfect: no stalls, and the work spread as evenly as any assignment of
+ * samples to workers could spread it (a policy may deal samples to any
+ * worker, and the workers do not wait for each other): its total, and the
+ * end of each epoch, is balanced() of what was computed up to then. The
+ * sampler's own shards may take longer.
+ */
+static void collect_perfect(struct engine *e, double start)
+{
+	struct sim_result *r = e->result;
+	uint64_t bytes = 0, largest = 0;
+
+	for (uint32_t ep = 0; ep < r->epochs; ep++) {
+		bytes += e->epoch_bytes[ep];
+		if (e->epoch_largest[ep] > largest)
+			largest = e->epoch_largest[ep];
+		r->epoch_end[ep] = start + balanced(e, bytes, largest);
+	}
+	r->total = start + r->balanced;
+	r->compute = r->balanced;
+	r->stall = 0;
+	memset(r->bucket, 0, sizeof(r->bucket));
+	memset(r->stall_bucket, 0, sizeof(r->stall_bucket));
+	r->bucket[SIM_BUCKET_STAGE_IN] = start;
+	r->bucket[SIM_BUCKET_IDEAL] = r->balanced;
+}
+
 static void collect(struct engine *e, double start)
 {
 	struct sim_result *r = e->result;
 	const struct worker *slowest = &e->workers[0];
-	uint64_t samples = e->data->workload.samples;
+	uint64_t samples = e->data->workload.samples, largest;
 
 	for (uint32_t i = 1; i < e->nodes; i++)
 		if (e->workers[i].last_end > slowest->last_end)
@@ -491,6 +531,16 @@ static void collect(struct engine *e, double start)
 				r->epoch_end[ep] = e->workers[i].epoch_end[ep];
 	}
 	r->consumed = (uint64_t)e->nodes * e->data->length;
+	r->computed_bytes = 0;
+	largest = 0;
+	for (uint32_t ep = 0; ep < r->epochs; ep++) {
+		r->computed_bytes += e->epoch_bytes[ep];
+		if (e->epoch_largest[ep] > largest)
+			largest = e->epoch_largest[ep];
+	}
+	r->balanced = balanced(e, r->computed_bytes, largest);
+	if (e->traits.perfect)
+		collect_perfect(e, start);
 	r->pfs_bytes = e->pfs.bytes;
 	for (uint64_t k = 0; k < samples; k++) {
 		if (e->accessed[k / 8] & (1u << (k % 8))) {
@@ -516,6 +566,8 @@ static void engine_fini(struct engine *e)
 	sim_pfs_fini(&e->pfs);
 	free(e->heap);
 	free(e->accessed);
+	free(e->epoch_bytes);
+	free(e->epoch_largest);
 	free(e->wait_head);
 	free(e->waiters);
 }
@@ -552,7 +604,10 @@ static nopfs_status engine_init(struct engine *e, const struct sim_dataset *data
 	e->accessed = calloc(data->workload.samples / 8 + 1, 1);
 	result->epochs = data->workload.epochs;
 	result->epoch_end = calloc(result->epochs, sizeof(*result->epoch_end));
-	if (!e->workers || !e->fillers || !e->heap || !e->accessed || !result->epoch_end)
+	e->epoch_bytes = calloc(result->epochs ? result->epochs : 1, sizeof(*e->epoch_bytes));
+	e->epoch_largest = calloc(result->epochs ? result->epochs : 1, sizeof(*e->epoch_largest));
+	if (!e->workers || !e->fillers || !e->heap || !e->accessed || !result->epoch_end ||
+	    !e->epoch_bytes || !e->epoch_largest)
 		goto out_nomem;
 	if (sim_pfs_init(&e->pfs, &e->model, nodes, engine_threads(model, setup)) != NOPFS_OK)
 		return NOPFS_ERR_NOMEM; /* logged */

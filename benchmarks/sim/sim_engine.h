@@ -18,6 +18,11 @@
  * its threads, queue and are served one after the other at that share, so a
  * node never reads faster than its share and never leaves it idle while
  * reads wait. A read keeps the share it was issued with.
+ *
+ * Workers do not wait for each other (no per-iteration barrier): the total
+ * is the slowest worker's end. Perfect's total is not a simulated worker's
+ * but the least any assignment of the samples to the workers can take,
+ * max(largest sample, bytes / N) / c (sim_result.balanced).
  */
 #ifndef NOPFS_SIM_ENGINE_H
 #define NOPFS_SIM_ENGINE_H
@@ -29,7 +34,7 @@
 
 /* Rules that differ between policies. */
 struct sim_traits {
-	bool perfect;                 /* nothing is fetched: the lower bound */
+	bool perfect;                 /* nothing is fetched; the total is the balanced bound */
 	unsigned int staging_threads; /* p_0 */
 	uint64_t staging_capacity;    /* d_0 in bytes; 0: no prefetch at all (Naive) */
 	bool peers;                   /* read copies on other nodes */

@@ -28,7 +28,7 @@ double sim_result_lower_bound(const struct sim_report *report, const struct sim_
 {
 	double perfect = sim_report_lower_bound(report);
 
-	return perfect > 0 && perfect < res->compute ? perfect : res->compute;
+	return perfect > 0 && perfect < res->balanced ? perfect : res->balanced;
 }
 
 const char *sim_regime(const struct sim_dataset *data, const struct sim_system *system)

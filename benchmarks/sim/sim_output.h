@@ -37,14 +37,18 @@ struct sim_fig9 {
 /* A report's result for @policy, or NULL when it did not run or failed. */
 const struct sim_result *sim_report_result(const struct sim_report *report, enum sim_policy policy);
 
-/* Perfect's total, or 0. */
+/*
+ * Perfect's total, or 0: the balanced compute of the sampler's global
+ * batches, a lower bound of every policy that computes them, whichever
+ * worker it deals each sample to.
+ */
 double sim_report_lower_bound(const struct sim_report *report);
 
 /*
- * The lower bound of @res's total: Perfect's, or, for a policy that deals
- * the samples to other workers than the sampler does (LocalityAware) and so
- * balances their compute otherwise, its own compute when lower (no worker
- * can finish before its own samples' compute); 0 if neither is known.
+ * The lower bound of @res's total: Perfect's, or the balanced compute of
+ * the samples @res computed (res->balanced) when lower. They are the same
+ * for every policy that computes the sampler's batches; a policy that
+ * computes other samples (DeepIO-opt, ParStaging) may compute fewer bytes.
  */
 double sim_result_lower_bound(const struct sim_report *report, const struct sim_result *res);
 

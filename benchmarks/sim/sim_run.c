@@ -20,8 +20,10 @@ static const struct {
 	const char *summary;
 	const char *details;
 } policies[SIM_POLICY_COUNT] = {
-	[SIM_PERFECT] = { "Perfect", "perfect", "no stalls: the lower bound",
-	                  "every sample is in the staging buffer when wanted: compute only" },
+	[SIM_PERFECT] = { "Perfect", "perfect", "no stalls, balanced compute: the lower bound",
+	                  "every sample is in the staging buffer when wanted and the workers' "
+	                  "compute is balanced: max(largest sample, bytes of all global batches "
+	                  "/ N) / c, whichever worker computes each sample" },
 	[SIM_NAIVE] = { "Naive", "naive", "PFS, no prefetching or caching",
 	                "1 thread: PFS read, preprocess, compute, one sample after the other" },
 	[SIM_STAGING_BUFFER] = { "StagingBuffer", "staging-buffer",
