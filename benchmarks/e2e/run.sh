@@ -11,7 +11,10 @@
 # together do (aggregate); they do not (beyond); and a job of a chain,
 # resumed from a checkpoint for the last two epochs (resumed: the aggregate
 # size, ImageNet-like), under nopfs with --nopfs-start-epoch and without it
-# (nopfs-unsaid: the agents find where the ranks read). Then
+# (nopfs-unsaid: the agents find where the ranks read); the aggregate size
+# with 4 ranks per node instead of 2 (ranks4); and the aggregate size on a
+# PFS 10 times faster (fastpfs: --fast-pfs's options; the cluster restarts
+# for it), where the PFS is not the bottleneck. Then
 # benchmarks/e2e/analyze.py prints the table and the targets and plots. Each
 # configuration runs --repeat times (default 3), the configurations of a
 # regime in turn, round after round: the figures are medians with their
@@ -19,7 +22,8 @@
 #
 #   benchmarks/e2e/run.sh [--quick] [--out DIR] [--epochs E] [--kinds LIST]
 #                         [--regimes LIST] [--pfs "NOPFS-PFS OPTIONS"] [--no-mpi]
-#                         [--repeat N] [--keep-cluster]
+#                         [--repeat N] [--fast-pfs "NOPFS-PFS OPTIONS"]
+#                         [--keep-cluster]
 set -euo pipefail
 
 SRCDIR=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,12 +34,15 @@ PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
 OUT=$PWD/e2e-results
 EPOCHS=3
 KINDS=imagenet,cosmoflow
-REGIMES=node,aggregate,beyond,resumed
+DEFAULT_REGIMES=node,aggregate,beyond,resumed,ranks4,fastpfs
+REGIMES=$DEFAULT_REGIMES
 # A PFS whose aggregate bandwidth barely grows with readers (per node: 20,
 # 12.5, 9.3 MiB/s with 1, 2, 3 nodes reading), 2 ms per operation, 1% of the
 # reads 50 ms late: the Lassen curve's shape (t(1) = 330 MB/s), scaled down
 # to what one 2-core machine can feed, and made contended.
 PFS_OPTS="--bandwidth 1:20M,2:25M,3:28M --latency 2 --noise 0.01:50"
+# the same ten times faster: ten times the bandwidth, a tenth of the latencies
+FAST_PFS_OPTS="--bandwidth 1:200M,2:250M,3:280M --latency 0.2 --noise 0.01:5"
 MPI=1
 REPEAT=3
 QUICK=0
@@ -52,8 +59,9 @@ while (($#)); do
 	--pfs) PFS_OPTS=${2:?--pfs needs nopfs-pfs options}; shift 2 ;;
 	--no-mpi) MPI=0; shift ;;
 	--repeat) REPEAT=${2:?--repeat needs a number}; shift 2 ;;
+	--fast-pfs) FAST_PFS_OPTS=${2:?--fast-pfs needs nopfs-pfs options}; shift 2 ;;
 	--keep-cluster) KEEP=1; shift ;;
-	-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) die "unknown argument '$1' (see --help)" ;;
 	esac
 done
@@ -85,7 +93,6 @@ OUT=$(cd "$OUT" && pwd)
 # the cluster with the emulated PFS and this build's plugin
 # ---------------------------------------------------------------------------
 STATE=${NOPFS_CLUSTER_STATE:-/tmp/nopfs-cluster}
-export NOPFS_CLUSTER_PFS_EMULATE=$PFS_OPTS
 export NOPFS_CLUSTER_PFS_TOOL=$BUILDDIR/contrib/pfs-emulator/nopfs-pfs
 export NOPFS_SPANK_PLUGIN=$BUILDDIR/spank/.libs/spank_nopfs.so
 # The programs live beside the PFS, not on it (every node sees the state
@@ -99,16 +106,22 @@ finish() {
 	exit "$rc"
 }
 trap finish EXIT
-"$NC" up --nodes 3
-eval "$("$NC" env)"
-RUNU=()
-read -r -a RUNU <<<"$NOPFS_CLUSTER_RUN"
-install -d -m 0755 "$SW" "$SW/bin"
-"$SRCDIR/contrib/cluster/install-nopfs" "$BUILDDIR" "$SW/nopfs"
-install -m 0755 "$SRCDIR/benchmarks/e2e/train.py" "$SW/bin/"
-((MPI == 0)) || install -m 0755 "$BUILDDIR/benchmarks/e2e/train_mpi" "$SW/bin/"
-E2E=$NOPFS_CLUSTER_PFS/e2e
-install -d -m 0777 "$E2E" "$E2E/data" "$E2E/runs"
+# cluster_up PFS-OPTIONS: the cluster, its PFS emulated so, the software installed
+cluster_up() {
+	export NOPFS_CLUSTER_PFS_EMULATE=$1
+	"$NC" up --nodes 3
+	eval "$("$NC" env)"
+	RUNU=()
+	read -r -a RUNU <<<"$NOPFS_CLUSTER_RUN"
+	install -d -m 0755 "$SW" "$SW/bin"
+	"$SRCDIR/contrib/cluster/install-nopfs" "$BUILDDIR" "$SW/nopfs"
+	install -m 0755 "$SRCDIR/benchmarks/e2e/train.py" "$SW/bin/"
+	((MPI == 0)) || install -m 0755 "$BUILDDIR/benchmarks/e2e/train_mpi" "$SW/bin/"
+	E2E=$NOPFS_CLUSTER_PFS/e2e
+	install -d -m 0777 "$E2E" "$E2E/data" "$E2E/runs"
+	CLUSTER_PFS=$1
+}
+cluster_up "$PFS_OPTS"
 export UCX_TLS=tcp # the nodes' namespaces do not isolate shared memory
 
 # pfs_bytes: bytes the nodes (not the controller or this machine) read from the PFS
@@ -145,9 +158,11 @@ workload() {
 	node) SIZE_MB=$((TIER_MB * 8 / 10)) ;;
 	aggregate) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
 	beyond) SIZE_MB=$((TIER_MB * 48 / 10)) ;;
-	resumed) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
-	*) die "--regimes: '$2' is not node, aggregate, beyond or resumed" ;;
+	resumed | ranks4 | fastpfs) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
+	*) die "--regimes: '$2' is not node, aggregate, beyond, resumed, ranks4 or fastpfs" ;;
 	esac
+	PER_NODE=2
+	[[ $2 != ranks4 ]] || PER_NODE=4
 	# the resumed job runs the last two epochs
 	START=0
 	[[ $2 != resumed ]] || START=$((EPOCHS - 2))
@@ -202,12 +217,15 @@ run_config() {
 	before=$(pfs_bytes)
 	(cd "$E2E" && timeout -k 10 1800 "${RUNU[@]}" env OMPI_MCA_btl=self,tcp \
 		OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0 \
-		srun -N3 --ntasks-per-node=2 "${mpi[@]}" "${nopfs[@]}" "${cmd[@]}") \
+		srun -N3 --ntasks-per-node="$PER_NODE" "${mpi[@]}" "${nopfs[@]}" "${cmd[@]}") \
 		>"$dir/job.out" 2>&1 || rc=$?
 	after=$(pfs_bytes)
 	printf '{"bytes_read": %d}\n' $((after - before)) >"$dir/pfs.json"
-	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "start_epoch": %d, "nodes": 3, "ranks": 6, "kind": "%s", "regime": "%s", "cache_bytes": %d}\n' \
-		"$DATA_BYTES" "$DATA_SAMPLES" "$EPOCHS" "$START" "$1" "$2" $((3 * TIER_MB * 1048576)) >"$dir/meta.json"
+	local fast=false
+	[[ $CLUSTER_PFS != "$FAST_PFS_OPTS" ]] || fast=true
+	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "start_epoch": %d, "nodes": 3, "ranks": %d, "kind": "%s", "regime": "%s", "cache_bytes": %d, "fast_pfs": %s, "pfs": "%s"}\n' \
+		"$DATA_BYTES" "$DATA_SAMPLES" "$EPOCHS" "$START" $((3 * PER_NODE)) "$1" "$2" \
+		$((3 * TIER_MB * 1048576)) "$fast" "$CLUSTER_PFS" >"$dir/meta.json"
 	mkdir -p "$(dirname "$OUT/$1-$2/$name")"
 	rm -rf "${OUT:?}/$1-$2/$name"
 	cp -r "$dir" "$OUT/$1-$2/$name"
@@ -225,10 +243,17 @@ IFS=, read -r -a regimes <<<"$REGIMES"
 for kind in "${kinds[@]}"; do
 	for regime in "${regimes[@]}"; do
 		# CosmoFlow's 16 MB samples: the aggregate regime unless asked for more
-		[[ $kind == cosmoflow && $regime != aggregate && $REGIMES == node,aggregate,beyond,resumed ]] && continue
+		[[ $kind == cosmoflow && $regime != aggregate && $REGIMES == "$DEFAULT_REGIMES" ]] && continue
 		if [[ $regime == resumed ]] && ((EPOCHS < 3)); then
 			echo "run.sh: the resumed regime needs --epochs 3 or more (it runs the last two): skipped" >&2
 			continue
+		fi
+		# the fast PFS's regime restarts the cluster with it, the others with the usual one
+		want=$PFS_OPTS
+		[[ $regime != fastpfs ]] || want=$FAST_PFS_OPTS
+		if [[ $want != "$CLUSTER_PFS" ]]; then
+			"$NC" down >/dev/null
+			cluster_up "$want"
 		fi
 		workload "$kind" "$regime"
 		make_data "$kind" "$regime"
@@ -247,6 +272,6 @@ for kind in "${kinds[@]}"; do
 	done
 done
 
-echo "# PFS: nopfs-pfs $PFS_OPTS; $EPOCHS epochs; $REPEAT rounds; results in $OUT"
+echo "# PFS: nopfs-pfs $PFS_OPTS (fastpfs: $FAST_PFS_OPTS); $EPOCHS epochs; $REPEAT rounds; results in $OUT"
 "$PYTHON" "$SRCDIR/benchmarks/e2e/analyze.py" "$OUT" || failed=1
 exit "$failed"
