@@ -294,6 +294,7 @@ static void complete_released(struct stage *stage, struct stage_rank *r, uint64_
 	r->api_ring_full = false;
 	if (slot->position != position || slot->state != SLOT_STAGED || !slot->ring_slot)
 		return; /* the rank had moved on */
+	r->reads++; /* read from its ring, not asked for */
 	count_delivered(stage, AGENT_DELIVERY_STAGED, slot->source,
 	                nopfs_catalog_size(stage->job->catalog, slot->sample), (int64_t)position);
 	slot->ring_slot = 0;
@@ -492,9 +493,21 @@ static bool one_order(const struct nopfs_sampler *sampler)
 }
 
 /*
+ * Where @r is in its stream by its reads (one a position), whatever its
+ * window says: a window that followed another order than the rank's may
+ * have been moved on by chance hits.
+ */
+static uint64_t read_position(const struct stage *stage, const struct stage_rank *r)
+{
+	uint64_t first = stage->sampler.first_index;
+
+	return r->reads ? first + r->reads - 1 : first;
+}
+
+/*
  * Where the rank is in an order whose epochs are all alike, found at
- * @index: the position with that index nearest its @cursor (a rank that
- * finished an epoch reads the next one from its start).
+ * @index: the position with that index nearest @cursor, where it reads (a
+ * rank that finished an epoch reads the next one from its start).
  */
 static uint64_t nearest_position(const struct stage *stage, const struct stage_rank *r,
                                  uint64_t cursor, uint64_t index)
@@ -581,7 +594,9 @@ static void follow_order(struct stage *stage, const struct stage_rank *r,
 				abandon_slot(stage, q, slot);
 		}
 		q->next = q->cursor;
+		/* requests off the old order say nothing of the new one */
 		q->miss_count = 0;
+		q->sync_due = false;
 	}
 	stream_diag_order(&stage->diag, &event);
 	pthread_cond_broadcast(&stage->work);
@@ -607,7 +622,7 @@ static bool sync_one(struct stage *stage)
 		return false;
 	r->sync_due = false;
 	r->syncing = true;
-	cursor = r->cursor;
+	cursor = read_position(stage, r);
 	count = r->miss_count < STREAM_SYNC_MISSES ? r->miss_count : STREAM_SYNC_MISSES;
 	memcpy(misses, r->misses, count * sizeof(*misses));
 	pthread_mutex_unlock(&stage->lock);
@@ -641,8 +656,9 @@ static bool sync_one(struct stage *stage)
 	}
 	if (order)
 		follow_order(stage, r, &sampler, order);
-	target = one_order(&sampler) ? nearest_position(stage, r, r->cursor, found.first)
-	                             : found.epoch * stage->job->per_rank + found.first;
+	target = one_order(&sampler)
+	                 ? nearest_position(stage, r, read_position(stage, r), found.first)
+	                 : found.epoch * stage->job->per_rank + found.first;
 	{
 		uint32_t epoch = (uint32_t)(target / stage->job->per_rank);
 		struct stream_diag_sync event = {
@@ -856,6 +872,8 @@ void stage_opened(struct stage *stage, const char *name)
 	if (!sample_of_name(stage, name, &rank, &sample) || rank > INT32_MAX)
 		return;
 	pthread_mutex_lock(&stage->lock);
+	if (local_rank(stage, (int32_t)rank))
+		local_rank(stage, (int32_t)rank)->reads++;
 	/*
 	 * A copy removed since is the one opened (a copy staged again under the
 	 * same name stays until its own open).
@@ -887,6 +905,8 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 		return NOPFS_ERR_RANGE;
 	size = nopfs_catalog_size(stage->job->catalog, sample);
 	pthread_mutex_lock(&stage->lock);
+	if (local_rank(stage, rank))
+		local_rank(stage, rank)->reads++;
 	/*
 	 * A known rank's request never completes another rank's position. Its
 	 * sample found beyond the rank's window, and far from where the rank

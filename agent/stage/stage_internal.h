@@ -32,6 +32,7 @@ struct stage_rank {
 	uint64_t next;   /* next position to stage */
 	uint64_t last;   /* the position it read last */
 	uint64_t end;    /* epochs * per_rank */
+	uint64_t reads;  /* its requests and opens of its copies: where it is, whatever the plan */
 	struct stage_slot *ring;
 	struct stage_ring *api_ring; /* set once a C API process of the rank asks */
 	bool api_ring_full;
