@@ -294,7 +294,7 @@ static void complete_released(struct stage *stage, struct stage_rank *r, uint64_
 	r->api_ring_full = false;
 	if (slot->position != position || slot->state != SLOT_STAGED || !slot->ring_slot)
 		return; /* the rank had moved on */
-	r->reads++; /* read from its ring, not asked for */
+	r->reads++;     /* read from its ring, not asked for */
 	count_delivered(stage, AGENT_DELIVERY_STAGED, slot->source,
 	                nopfs_catalog_size(stage->job->catalog, slot->sample), (int64_t)position);
 	slot->ring_slot = 0;
