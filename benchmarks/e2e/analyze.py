@@ -419,6 +419,17 @@ def valid(*values):
                for v in values)
 
 
+def at_most(regime, what, a, b, figure, bound, missing="n/a"):
+    """Target @what: @a's @figure (seconds) over @b's, run by run when
+    repeated, at most @bound; @missing when either is not there."""
+    x, y = getattr(a, figure), getattr(b, figure)
+    if not valid(x, y):
+        return Target(regime, what, missing, None)
+    ratio, spread = paired(a, b, figure)
+    return Target(regime, what, f"{ratio:.3f} x ({x:.3f} s vs {y:.3f} s){spread_text(spread)}",
+                  ratio <= bound)
+
+
 def regime_targets(regime, runs, fits, why):
     by_config = {run.config: run for run in runs}
     targets = []
@@ -430,24 +441,14 @@ def regime_targets(regime, runs, fits, why):
         if nopfs is None:
             continue
         if noio is not None:
-            what = f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x {noio.config}"
-            if valid(nopfs.later, noio.later):
-                ratio, spread = paired(nopfs, noio, "later")
-                targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.later:.3f} s vs "
-                                      f"{noio.later:.3f} s){spread_text(spread)}",
-                                      ratio <= NOIO_SLACK))
-            else:
-                targets.append(Target(regime, what, "n/a (needs 2 epochs or more)", None))
+            targets.append(at_most(regime, f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x {noio.config}",
+                                   nopfs, noio, "later", NOIO_SLACK,
+                                   "n/a (needs 2 epochs or more)"))
         if plain is not None and nopfs.meta.get("fast_pfs") is True:
             # A PFS that is not the bottleneck: nopfs must not get in the way.
-            what = f"{name} total <= {FAST_PFS_SLACK:.2f} x {plain.config} total (fast PFS)"
-            if valid(plain.total, nopfs.total):
-                ratio, spread = paired(nopfs, plain, "total")
-                targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.total:.3f} s vs "
-                                      f"{plain.total:.3f} s){spread_text(spread)}",
-                                      ratio <= FAST_PFS_SLACK))
-            else:
-                targets.append(Target(regime, what, "n/a", None))
+            targets.append(at_most(regime, f"{name} total <= {FAST_PFS_SLACK:.2f} x "
+                                   f"{plain.config} total (fast PFS)", nopfs, plain, "total",
+                                   FAST_PFS_SLACK))
         elif plain is not None:
             # Epoch 0 reads the dataset from the PFS in both (its own target
             # follows): the speed-up is that of the epochs after it.
@@ -462,14 +463,8 @@ def regime_targets(regime, runs, fits, why):
             else:
                 targets.append(Target(regime, what, "n/a", None))
         if plain is not None:
-            what = f"{name} epoch 0 <= {EPOCH0:.2f} x {plain.config} epoch 0"
-            if valid(plain.epoch0, nopfs.epoch0):
-                ratio, spread = paired(nopfs, plain, "epoch0")
-                targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.epoch0:.3f} s vs "
-                                      f"{plain.epoch0:.3f} s){spread_text(spread)}",
-                                      ratio <= EPOCH0))
-            else:
-                targets.append(Target(regime, what, "n/a", None))
+            targets.append(at_most(regime, f"{name} epoch 0 <= {EPOCH0:.2f} x {plain.config} "
+                                   "epoch 0", nopfs, plain, "epoch0", EPOCH0))
         what = f"{name} PFS bytes <= {PFS_BOUND:.2f} x S when the dataset fits"
         _, x_s = nopfs.pfs_ratios()
         if fits is None:
