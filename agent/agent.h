@@ -80,11 +80,10 @@ struct agent {
 	uint64_t meta_checked_ms; /* CLOCK_MONOTONIC of the last check */
 
 	/* Plans (replan.c): the agent's first is generation 0. */
-	uint32_t generation; /* of the plan followed */
-	uint32_t accepted;   /* the newest step generation served (>= generation) */
-	uint32_t considered; /* the newest one taken on or refused (>= accepted) */
-	uint32_t
-	        followed; /* the step generation whose plan is followed: the last that changed it */
+	uint32_t generation;               /* of the plan followed */
+	uint32_t accepted;                 /* the newest step generation served (>= generation) */
+	uint32_t considered;               /* the newest one taken on or refused (>= accepted) */
+	uint32_t followed;                 /* the step generation of the last plan change */
 	_Atomic uint32_t *peer_generation; /* each node's, as it told us (with peers) */
 	pthread_rwlock_t plan_lock;        /* held for writing while the plan changes */
 	pthread_mutex_t events_lock;

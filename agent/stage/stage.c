@@ -462,6 +462,17 @@ static void note_miss(struct stage *stage, struct stage_rank *r, nopfs_sample_id
 	}
 }
 
+/* Drop what @r's window staged, or is staging, from its cursor on. */
+static void abandon_ahead(struct stage *stage, struct stage_rank *r)
+{
+	for (uint64_t g = r->cursor; g < r->next; g++) {
+		struct stage_slot *slot = slot_of(stage, r, g);
+
+		if (slot->position == g && slot->state != SLOT_DONE)
+			abandon_slot(stage, r, slot);
+	}
+}
+
 /* Move @r's window to @target, back or forth, dropping what it had staged. */
 static void move_window(struct stage *stage, struct stage_rank *r, uint64_t target)
 {
@@ -469,12 +480,7 @@ static void move_window(struct stage *stage, struct stage_rank *r, uint64_t targ
 		advance(stage, r, target);
 		return;
 	}
-	for (uint64_t g = r->cursor; g < r->next; g++) {
-		struct stage_slot *slot = slot_of(stage, r, g);
-
-		if (slot->position == g && slot->state != SLOT_DONE)
-			abandon_slot(stage, r, slot);
-	}
+	abandon_ahead(stage, r);
 	/* positions done before are to be read again: forget them */
 	for (uint64_t g = target; g < r->cursor && g - target < stage->ring_size; g++) {
 		struct stage_slot *slot = slot_of(stage, r, g);
@@ -484,12 +490,6 @@ static void move_window(struct stage *stage, struct stage_rank *r, uint64_t targ
 	}
 	r->cursor = r->next = r->last = target;
 	pthread_cond_signal(&stage->work);
-}
-
-/* Whether every epoch of @sampler is in one order (no shuffle, or no set_epoch). */
-static bool one_order(const struct nopfs_sampler *sampler)
-{
-	return !sampler->shuffle || sampler->same_order;
 }
 
 /*
@@ -506,17 +506,17 @@ static uint64_t read_position(const struct stage *stage, const struct stage_rank
 
 /*
  * Where the rank is in an order whose epochs are all alike, found at
- * @index: the position with that index nearest @cursor, where it reads (a
- * rank that finished an epoch reads the next one from its start).
+ * @index: the position with that index nearest @reading, where its reads
+ * put it (a rank that finished an epoch reads the next one from its start).
  */
 static uint64_t nearest_position(const struct stage *stage, const struct stage_rank *r,
-                                 uint64_t cursor, uint64_t index)
+                                 uint64_t reading, uint64_t index)
 {
-	uint64_t per_rank = stage->job->per_rank, here = cursor - cursor % per_rank + index;
+	uint64_t per_rank = stage->job->per_rank, here = reading - reading % per_rank + index;
 
-	if (here > cursor && here - cursor > per_rank / 2 && here >= per_rank)
+	if (here > reading && here - reading > per_rank / 2 && here >= per_rank)
 		return here - per_rank;
-	if (here < cursor && cursor - here > per_rank / 2 && here + per_rank < r->end)
+	if (here < reading && reading - here > per_rank / 2 && here + per_rank < r->end)
 		return here + per_rank;
 	return here;
 }
@@ -541,7 +541,7 @@ static const char *other_order(struct stage *stage, const struct stage_rank *r,
 		{ "no shuffle", sampler->same_order, false },
 	};
 
-	if (one_order(sampler))
+	if (nopfs_sampler_one_order(sampler))
 		return NULL;
 	for (size_t t = 0; t < sizeof(tries) / sizeof(tries[0]); t++) {
 		struct nopfs_sampler other = *sampler;
@@ -587,12 +587,7 @@ static void follow_order(struct stage *stage, const struct stage_rank *r,
 	for (uint32_t i = 0; i < stage->rank_count; i++) {
 		struct stage_rank *q = &stage->ranks[i];
 
-		for (uint64_t g = q->cursor; g < q->next; g++) {
-			struct stage_slot *slot = slot_of(stage, q, g);
-
-			if (slot->position == g && slot->state != SLOT_DONE)
-				abandon_slot(stage, q, slot);
-		}
+		abandon_ahead(stage, q);
 		q->next = q->cursor;
 		/* requests off the old order say nothing of the new one */
 		q->miss_count = 0;
@@ -610,7 +605,7 @@ static bool sync_one(struct stage *stage)
 	struct stream_sync_found found, planned;
 	struct nopfs_sampler sampler = stage->sampler;
 	uint32_t orders = stage->orders;
-	uint64_t cursor, target;
+	uint64_t reading, target;
 	const char *order = NULL;
 	unsigned int count;
 	nopfs_status status;
@@ -622,15 +617,16 @@ static bool sync_one(struct stage *stage)
 		return false;
 	r->sync_due = false;
 	r->syncing = true;
-	cursor = read_position(stage, r);
+	reading = read_position(stage, r);
 	count = r->miss_count < STREAM_SYNC_MISSES ? r->miss_count : STREAM_SYNC_MISSES;
 	memcpy(misses, r->misses, count * sizeof(*misses));
 	pthread_mutex_unlock(&stage->lock);
-	status = stream_sync_search(&sampler, one_order(&sampler) ? 1 : stage->job->epochs, r->rank,
-	                            misses, count, stage->ring_size / 2, &stage->stop, &found);
+	status = stream_sync_search(
+	        &sampler, nopfs_sampler_one_order(&sampler) ? 1 : stage->job->epochs, r->rank,
+	        misses, count, stage->ring_size / 2, &stage->stop, &found);
 	planned = found;
-	if (status == NOPFS_OK && !one_order(&sampler) && sampler.first_epoch == 0 &&
-	    found.epoch == 0 && cursor >= stage->job->per_rank) {
+	if (status == NOPFS_OK && !nopfs_sampler_one_order(&sampler) && sampler.first_epoch == 0 &&
+	    found.epoch == 0 && reading >= stage->job->per_rank) {
 		/* back at epoch 0's order after its epoch 0: it never calls set_epoch */
 		sampler.same_order = true;
 		order = "no set_epoch";
@@ -656,7 +652,7 @@ static bool sync_one(struct stage *stage)
 	}
 	if (order)
 		follow_order(stage, r, &sampler, order);
-	target = one_order(&sampler)
+	target = nopfs_sampler_one_order(&sampler)
 	                 ? nearest_position(stage, r, read_position(stage, r), found.first)
 	                 : found.epoch * stage->job->per_rank + found.first;
 	{
@@ -864,6 +860,7 @@ static bool sample_of_name(struct stage *stage, const char *name, uint32_t *rank
 
 void stage_opened(struct stage *stage, const char *name)
 {
+	struct stage_rank *reader;
 	uint32_t rank = 0;
 	nopfs_sample_id sample;
 	struct claim claim;
@@ -872,8 +869,9 @@ void stage_opened(struct stage *stage, const char *name)
 	if (!sample_of_name(stage, name, &rank, &sample) || rank > INT32_MAX)
 		return;
 	pthread_mutex_lock(&stage->lock);
-	if (local_rank(stage, (int32_t)rank))
-		local_rank(stage, (int32_t)rank)->reads++;
+	reader = local_rank(stage, (int32_t)rank);
+	if (reader)
+		reader->reads++;
 	/*
 	 * A copy removed since is the one opened (a copy staged again under the
 	 * same name stays until its own open).
@@ -897,6 +895,7 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
                            int *fd, nopfs_wire_source *source)
 {
 	struct timespec deadline = nopfs_clock_deadline_after_ms(stage->serve_timeout_ms);
+	struct stage_rank *asker; /* a local rank, or NULL */
 	uint64_t size;
 	struct claim claim;
 	bool claimed;
@@ -905,8 +904,9 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 		return NOPFS_ERR_RANGE;
 	size = nopfs_catalog_size(stage->job->catalog, sample);
 	pthread_mutex_lock(&stage->lock);
-	if (local_rank(stage, rank))
-		local_rank(stage, rank)->reads++;
+	asker = local_rank(stage, rank);
+	if (asker)
+		asker->reads++;
 	/*
 	 * A known rank's request never completes another rank's position. Its
 	 * sample found beyond the rank's window, and far from where the rank
@@ -956,11 +956,9 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 		if (finished) {
 			atomic_fetch_add(&stage->stats->beyond_epochs, 1);
 		} else {
-			struct stage_rank *r = local_rank(stage, rank);
-
 			stream_diag_record(&stage->diag, rank, sample);
-			if (r)
-				note_miss(stage, r, sample);
+			if (asker)
+				note_miss(stage, asker, sample);
 		}
 		atomic_fetch_add(&stage->stats->stream_mismatched, !finished);
 	}

@@ -82,10 +82,8 @@ void stream_diag_record(struct stream_diag *diag, int32_t rank, nopfs_sample_id 
 static uint32_t explained(const struct stream_diag *diag, const struct job *job,
                           const struct nopfs_sampler *sampler, uint32_t *inverse, uint32_t *perm)
 {
-	uint32_t epochs = job->epochs < 4 ? job->epochs : 4, best = 0;
-
-	if (!sampler->shuffle || sampler->same_order)
-		epochs = 1; /* all alike */
+	uint32_t epochs = nopfs_sampler_one_order(sampler) ? 1 : job->epochs < 4 ? job->epochs : 4;
+	uint32_t best = 0;
 	uint64_t total = nopfs_sampler_total_size(sampler);
 
 	for (uint32_t e = 0; e < epochs; e++) {

@@ -87,6 +87,12 @@ static inline uint32_t nopfs_sampler_at(const struct nopfs_sampler *sampler, con
 	return perm[position < sampler->count ? position : position % sampler->count];
 }
 
+/* Whether every epoch is in one order (shuffle=False, or no set_epoch()). */
+static inline bool nopfs_sampler_one_order(const struct nopfs_sampler *sampler)
+{
+	return !sampler->shuffle || sampler->same_order;
+}
+
 /*
  * The first stream position read in @epoch: first_index x W in epoch 0 (the
  * positions before it belong to the part of the epoch already done), else 0.

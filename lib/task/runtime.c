@@ -288,19 +288,6 @@ int32_t nopfs_env_rank(void)
 	return rank;
 }
 
-uint32_t nopfs_env_plan(void)
-{
-	const char *text = getenv(NOPFS_ENV_PLAN);
-	int saved_errno = errno;
-	uint32_t plan = NOPFS_WIRE_NO_PLAN;
-	long value;
-
-	if (parse_number(text, 0, (long)NOPFS_WIRE_NO_PLAN - 1, &value))
-		plan = (uint32_t)value;
-	errno = saved_errno;
-	return plan;
-}
-
 /* $@name as a number in @min..@max into *@value: 1, 0 when not valid, -1 when unset. */
 static int env_number(const char *name, long min, long max, long *value)
 {
@@ -310,6 +297,15 @@ static int env_number(const char *name, long min, long max, long *value)
 
 	errno = saved_errno;
 	return valid ? 1 : text ? 0 : -1;
+}
+
+uint32_t nopfs_env_plan(void)
+{
+	long value;
+
+	return env_number(NOPFS_ENV_PLAN, 0, (long)NOPFS_WIRE_NO_PLAN - 1, &value) == 1
+	               ? (uint32_t)value
+	               : NOPFS_WIRE_NO_PLAN;
 }
 
 int nopfs_env_timeout_ms(bool *invalid)
