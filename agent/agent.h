@@ -9,6 +9,7 @@
 #include "probe/probe.h"
 #include "bootstrap.h"
 #include "job.h"
+#include "keep.h"
 #include "lock.h"
 #include "options.h"
 #include "stage/prefetch.h"
@@ -51,6 +52,7 @@ struct agent {
 	struct nopfs_node_tiers node_tiers;
 	struct tier_set tiers;
 	struct source source;     /* where samples' bytes come from: tiers, peers, PFS */
+	struct keep keep;         /* --keep-dir: what outlives the job on this node */
 	struct peer_plane *peers; /* the other nodes' agents (NULL: none) */
 	struct prefetch prefetch;
 	struct stage stage;

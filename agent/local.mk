@@ -20,6 +20,8 @@ nopfs_agent_SOURCES = \
 	agent/job.c \
 	agent/job.h \
 	agent/job_report.c \
+	agent/keep.c \
+	agent/keep.h \
 	agent/lock.c \
 	agent/lock.h \
 	agent/main.c \

@@ -396,6 +396,7 @@ int main(int argc, char **argv)
 	if (status != NOPFS_OK)
 		return status == NOPFS_ERR_EMPTY ? 0 : 2;
 	agent.started_ns = clock = nopfs_clock_now_ns();
+	keep_init(&agent.keep);
 	pthread_rwlock_init(&agent.plan_lock, NULL);
 	pthread_mutex_init(&agent.events_lock, NULL);
 	if (snprintf(agent.socket_path, sizeof(agent.socket_path), "%s/agent.sock",
@@ -463,14 +464,19 @@ int main(int argc, char **argv)
 	if (stopped_in("plan") || status != NOPFS_OK)
 		goto out_stopped;
 	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
+	keep_open(&agent.keep, options->keep_dir, &options->catalog, &agent.job,
+	          agent.meta ? &agent.meta_view : NULL, options->private_name);
+	keep_data_fd(&agent.keep, &options->tiers);
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
-	                    options->private_name, 0) != NOPFS_OK)
+	                    options->private_name, 0, &agent.keep) != NOPFS_OK)
 		goto out_stopped;
+	keep_layout(&agent.keep, &agent.tiers);
 	stop_signals(SIG_BLOCK);
 	snprintf(ssd_list, sizeof(ssd_list), "%s/ssd-dirs", options->runtime_dir);
 	tier_set_list_directories(&agent.tiers, ssd_list);
 	source_init(&agent.source, &agent.job, &agent.tiers, &agent.stats);
 	source_verify(&agent.source, options->verify);
+	source_use_keep(&agent.source, &agent.keep);
 	agent_choose_threads(&agent);
 	agent.phase_seconds[PHASE_TIERS] = phase_end(&clock);
 
@@ -492,6 +498,8 @@ out_serve:
 	team_withdraw_metadata(&agent);
 	unlink(agent.ready_path);
 	agent_serve_stop(&agent);
+	/* nothing fills the tiers any more: what they hold is kept */
+	keep_commit(&agent.keep, &agent.job, &agent.tiers, agent.meta ? &agent.meta_view : NULL);
 out_report:
 	agent.phase_seconds[PHASE_DRAIN] = phase_end(&clock);
 	agent.report_final = true;
@@ -509,6 +517,7 @@ out_stopped:
 	if (nopfs_stop_requested())
 		rc = 0; /* asked to stop before serving: no failure of ours */
 out_job:
+	keep_fini(&agent.keep);
 	job_fini(&agent.job);
 	team_fini(&agent);
 	agent_replan_fini(&agent);

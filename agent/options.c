@@ -253,6 +253,11 @@ static const struct nopfs_option option_rows[] = {
 	                 "check every copy of a sample (RAM, SSD, another node) against\n"
 	                 "the CRC32C of its first read; one that differs is not served",
 	                 FIELD(verify), true) },
+	{ NOPFS_OPT_PATH("keep-dir", "DIR",
+	                 "keep what this node holds at the end for the next job\n"
+	                 "on the dataset, in DIR/KEY (DIR: private, node-local),\n"
+	                 "and use what an earlier job kept there",
+	                 FIELD(keep_dir)) },
 	{ NOPFS_OPT_CALL("max-sample-size", "SIZE",
 	                 "larger samples are neither kept nor served: the ranks\n"
 	                 "read them from the PFS themselves (default 64M)",

@@ -44,6 +44,7 @@ struct agent_options {
 	bool verify;                /* CRC32C of every copy against the sample's first read */
 	double probe_budget;        /* seconds */
 	char probe_cache[PATH_MAX]; /* empty: no cache */
+	char keep_dir[PATH_MAX];    /* the user's kept caches on this node (keep.h); empty: none */
 	enum agent_bootstrap bootstrap;
 	char step_tasks[1024]; /* the training step's tasks per node */
 	nopfs_distribution step_distribution;

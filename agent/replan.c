@@ -306,8 +306,10 @@ static nopfs_status change_dataset(struct agent *agent, uint32_t generation,
 	if (agent->peers)
 		peer_plane_set_generation(agent->peers, PEER_NO_GENERATION);
 	pthread_rwlock_wrlock(&agent->plan_lock);
+	/* what is kept is for the first dataset: the bytes of another are not */
+	keep_drop(&agent->keep, "the job moved to another dataset: nothing is kept");
 	status = tier_set_create(&tiers, job, &next->tiers, next->stage_dir, next->private_name,
-	                         generation);
+	                         generation, NULL);
 	if (status != NOPFS_OK) {
 		pthread_rwlock_unlock(&agent->plan_lock);
 		if (agent->peers)

@@ -15,12 +15,17 @@ static const char *const from_names[] = { "staging", "the node's RAM tier", "the
 	                                  "another node", "the PFS" };
 
 /* Where a tier's sample was fetched from by the call that made it present. */
-enum fetch { FETCH_NONE, FETCH_PFS, FETCH_PEER };
+enum fetch { FETCH_NONE, FETCH_PFS, FETCH_PEER, FETCH_KEPT };
 
 void source_init(struct source *source, const struct job *job, struct tier_set *tiers,
                  struct agent_stats *stats)
 {
 	*source = (struct source){ .job = job, .tiers = tiers, .stats = stats };
+}
+
+void source_use_keep(struct source *source, struct keep *keep)
+{
+	source->keep = keep;
 }
 
 void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg)
@@ -120,6 +125,15 @@ static nopfs_status read_pfs(struct source *source, nopfs_sample_id sample, void
 	return status;
 }
 
+/* Whether an earlier job kept @sample here, and its bytes are right (and, with --verify, known). */
+static bool read_kept(struct source *source, nopfs_sample_id sample, void *buffer)
+{
+	return source->keep &&
+	       keep_read(source->keep, sample, buffer,
+	                 nopfs_catalog_size(source->job->catalog, sample)) &&
+	       check_sum(source, sample, buffer, NOPFS_FROM_SSD);
+}
+
 /* Whether the node keeping @sample's primary copy gave its bytes (and, with --verify, right ones).
  */
 static bool read_peer(struct source *source, nopfs_sample_id sample, void *buffer)
@@ -138,9 +152,12 @@ static nopfs_status store_claimed(struct source *source, struct tier *tier, uint
 	if (status == NOPFS_OK)
 		status = tier_store(tier, position, buffer);
 	tier_publish(tier, position, status == NOPFS_OK ? TIER_PRESENT : on_error);
-	if (status == NOPFS_OK)
+	if (status == NOPFS_OK) {
 		agent_count(&source->stats->tier_filled[tier->index],
 		            tier->offsets[position + 1] - tier->offsets[position]);
+		if (source->keep)
+			keep_note(source->keep, tier, position, buffer);
+	}
 	return status;
 }
 
@@ -152,8 +169,11 @@ static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint
 	enum fetch from = FETCH_PFS;
 	nopfs_status status;
 
-	/* A replica's primary copy is on another node: read it there first. */
-	if (position >= tier->primary_count && read_peer(source, sample, buffer)) {
+	/* What an earlier job kept here first; a replica's primary copy is on another node. */
+	if (read_kept(source, sample, buffer)) {
+		status = NOPFS_OK;
+		from = FETCH_KEPT;
+	} else if (position >= tier->primary_count && read_peer(source, sample, buffer)) {
 		status = NOPFS_OK;
 		from = FETCH_PEER;
 	} else {
@@ -231,7 +251,9 @@ static nopfs_status copy_from_tier(struct source *source, struct tier *tier, uin
 	if (fetched != FETCH_NONE) {
 		/* Help-out: the buffer already holds the bytes. */
 		agent_count(&source->stats->help_out, size);
-		*from = fetched == FETCH_PEER ? NOPFS_FROM_PEER : NOPFS_FROM_PFS;
+		*from = fetched == FETCH_PEER   ? NOPFS_FROM_PEER
+		        : fetched == FETCH_KEPT ? NOPFS_FROM_SSD
+		                                : NOPFS_FROM_PFS;
 		return deliver(fd, buffer, size);
 	}
 	*from = tier_source(tier);
@@ -277,6 +299,9 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 		if (status == NOPFS_ERR_TIMEOUT)
 			return status;
 		/* The tier could not get it: try the PFS directly below. */
+	} else if (read_kept(source, sample, buffer)) {
+		*from = NOPFS_FROM_SSD;
+		return deliver(fd, buffer, size);
 	} else if (read_peer(source, sample, buffer)) {
 		*from = NOPFS_FROM_PEER;
 		return deliver(fd, buffer, size);

@@ -1,6 +1,7 @@
 /*
  * Where a sample's bytes come from: the node's tier keeping it (RAM, SSD),
- * else the node keeping its primary copy (a peer), else the PFS (pfs.c).
+ * else what an earlier job kept on this node (keep.h), else the node keeping
+ * its primary copy (a peer), else the PFS (pfs.c).
  * Staging, serving a task's request, the tier prefetchers and a peer's fill
  * all get their bytes here; the tiers themselves only store them. Counted
  * per source: tier fills (tier_filled), samples a stager fetched into a tier
@@ -16,6 +17,7 @@
 #include "catalog/catalog.h"
 #include "common/status.h"
 #include "job.h"
+#include "keep.h"
 #include "stats.h"
 #include "tier/tier.h"
 
@@ -30,6 +32,7 @@ struct source {
 	struct tier_set *tiers;
 	struct agent_stats *stats;
 	source_peer_read_fn *peer_read; /* NULL: no peers, the PFS only */
+	struct keep *keep;              /* what earlier jobs kept here (keep.h), or NULL */
 	void *peer_arg;
 	/*
 	 * --verify: per sample, (1 << 32) | its CRC32C once known (recorded at
@@ -54,6 +57,9 @@ nopfs_status source_verify(struct source *source, bool on);
 
 /* Free what source_verify() took. */
 void source_fini(struct source *source);
+
+/* Read what earlier jobs kept on this node (@keep) before any other node or the PFS. */
+void source_use_keep(struct source *source, struct keep *keep);
 
 /* Read what other nodes keep through @read (with @arg) before the PFS. */
 void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "job.h"
+#include "keep.h"
 #include "common/atomic_file.h"
 #include "common/fdio.h"
 #include "common/log.h"
@@ -186,7 +187,7 @@ static nopfs_status ssd_directory(struct tier *tier, const char *base, const cha
 /* Create the file of a tier: RAM in the stage directory, SSD in a directory of ours. */
 static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_spec *spec,
                                    const char *stage_dir, const char *name, uint32_t node,
-                                   uint32_t generation)
+                                   uint32_t generation, const struct keep *keep)
 {
 	const char *what = nopfs_tier_kind_name(tier->kind);
 	char suffix[16] = "";
@@ -203,6 +204,20 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 			return NOPFS_ERR_RANGE;
 		}
 		status = check_room(stage_dir, tier->bytes, "ram tier (stage)");
+	} else if (keep && keep->data_fd >= 0 && keep->ssd_tier == (int)tier->index) {
+		/* the kept cache's new data file, which this tier begins */
+		if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/%s", keep->directory,
+		                     keep->data_name) >= sizeof(tier->path))
+			return NOPFS_ERR_RANGE;
+		tier->borrowed = true;
+		status = check_room(keep->directory, tier->bytes, "kept ssd tier");
+		if (status != NOPFS_OK)
+			return status;
+		tier->fd = fcntl(keep->data_fd, F_DUPFD_CLOEXEC, 0);
+		if (tier->fd < 0) {
+			nopfs_error("ssd tier: cannot use '%s': %m", tier->path);
+			return nopfs_status_from_errno(errno);
+		}
 	} else {
 		char directory[PATH_MAX];
 
@@ -217,7 +232,8 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 	}
 	if (status != NOPFS_OK)
 		return status;
-	tier->fd = create_tier_file(tier->path);
+	if (tier->fd < 0)
+		tier->fd = create_tier_file(tier->path);
 	if (tier->fd < 0) {
 		status = nopfs_status_from_errno(errno);
 		nopfs_error("%s tier: cannot create '%s': %m", what, tier->path);
@@ -260,7 +276,7 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 
 nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
                              const struct nopfs_tier_list *specs, const char *stage_dir,
-                             const char *name, uint32_t generation)
+                             const char *name, uint32_t generation, const struct keep *keep)
 {
 	nopfs_status status = NOPFS_OK;
 
@@ -278,7 +294,7 @@ nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
 		status = tier_index(tier, job);
 		if (status == NOPFS_OK)
 			status = tier_open_file(tier, &specs->tier[t], stage_dir, name, job->node,
-			                        generation);
+			                        generation, keep);
 		if (status != NOPFS_OK)
 			break;
 	}
@@ -369,7 +385,7 @@ void tier_set_destroy(struct tier_set *set)
 			munmap(tier->base, tier->bytes);
 		if (tier->fd >= 0)
 			close(tier->fd);
-		if (tier->path[0])
+		if (tier->path[0] && !tier->borrowed)
 			unlink(tier->path);
 		if (tier->directory[0])
 			rmdir(tier->directory);
@@ -409,24 +425,18 @@ int64_t tier_position(const struct tier *tier, nopfs_sample_id sample)
 nopfs_status tier_store(struct tier *tier, uint64_t position, const void *data)
 {
 	uint64_t offset = tier->offsets[position];
-	uint64_t size = tier->offsets[position + 1] - offset, done = 0;
+	uint64_t size = tier->offsets[position + 1] - offset;
 
 	if (tier->base) {
 		memcpy(tier->base + offset, data, size);
 		return NOPFS_OK;
 	}
-	while (done < size) {
-		ssize_t wrote = pwrite(tier->fd, (const char *)data + done, size - done,
-		                       (off_t)(offset + done));
+	if (nopfs_pwrite_all(tier->fd, data, size, offset) != NOPFS_OK) {
+		nopfs_status status = nopfs_status_from_errno(errno);
 
-		if (wrote < 0 && errno == EINTR)
-			continue;
-		if (wrote <= 0) {
-			nopfs_error("ssd tier '%s': writing %" PRIu64 " bytes at %" PRIu64 ": %m",
-			            tier->path, size, offset);
-			return nopfs_status_from_errno(wrote < 0 ? errno : ENOSPC);
-		}
-		done += (uint64_t)wrote;
+		nopfs_error("ssd tier '%s': writing %" PRIu64 " bytes at %" PRIu64 ": %m",
+		            tier->path, size, offset);
+		return status;
 	}
 	return NOPFS_OK;
 }
@@ -445,24 +455,16 @@ const void *tier_view(const struct tier *tier, uint64_t position, uint64_t offse
 nopfs_status tier_read_range(const struct tier *tier, uint64_t position, uint64_t at, void *buffer,
                              uint64_t size)
 {
-	uint64_t offset = tier->offsets[position] + at, done = 0;
+	uint64_t offset = tier->offsets[position] + at;
 
 	if (tier->base) {
 		memcpy(buffer, tier->base + offset, size);
 		return NOPFS_OK;
 	}
-	while (done < size) {
-		ssize_t got =
-		        pread(tier->fd, (char *)buffer + done, size - done, (off_t)(offset + done));
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			nopfs_error("ssd tier '%s': reading %" PRIu64 " bytes at %" PRIu64 ": %m",
-			            tier->path, size, offset);
-			return NOPFS_ERR_IO;
-		}
-		done += (uint64_t)got;
+	if (nopfs_pread_exact(tier->fd, buffer, size, offset) != NOPFS_OK) {
+		nopfs_error("ssd tier '%s': reading %" PRIu64 " bytes at %" PRIu64 ": %m",
+		            tier->path, size, offset);
+		return NOPFS_ERR_IO;
 	}
 	return NOPFS_OK;
 }

@@ -38,6 +38,7 @@ struct tier {
 	nopfs_tier_kind kind;
 	char directory[PATH_MAX]; /* SSD: the job-private directory we made */
 	char path[PATH_MAX];      /* the tier's file */
+	bool borrowed;            /* the file is the kept cache's (keep.h): not unlinked here */
 	int fd;
 	uint8_t *base;            /* RAM: the mapping; SSD: NULL */
 	uint64_t bytes;           /* planned bytes (file size) */
@@ -59,17 +60,20 @@ struct tier_set {
 };
 
 struct job;
+struct keep;
 
 /*
  * Create the tiers of this node for the plan in @job: files, mappings,
  * offsets, fill order. @stage_dir holds RAM tiers; SSD tiers go in
  * "SPEC_DIR/@name.nNODE" (@name: the job's private name, nopfs-JOB.TOKEN),
- * made 0700 on a node-local file system. Errors name the directory
- * (missing, not writable, shared, too little free space for the plan).
+ * made 0700 on a node-local file system; with @keep (NULL: none) keeping,
+ * its SSD tier's file is instead the kept cache's new data file (keep.h).
+ * Errors name the directory (missing, not writable, shared, too little free
+ * space for the plan).
  */
 nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
                              const struct nopfs_tier_list *specs, const char *stage_dir,
-                             const char *name, uint32_t generation);
+                             const char *name, uint32_t generation, const struct keep *keep);
 
 /* Unmap, close and remove every tier file and the directories made for them. */
 void tier_set_destroy(struct tier_set *set);

@@ -72,6 +72,13 @@ nopfs_status nopfs_catalog_open(const struct nopfs_catalog_options *options,
                                 struct nopfs_catalog **out, bool *used_cache);
 
 /*
+ * The dataset's key, as the catalog cache names its file: a hash of the
+ * root's and list file's real paths, the format and the extensions. false
+ * when the root (or list) cannot be resolved.
+ */
+bool nopfs_catalog_key(const struct nopfs_catalog_options *options, uint64_t *hash);
+
+/*
  * A catalog of @count samples with the given sizes (copied), no paths, labels
  * 0: for synthetic datasets, simulation and tests.
  */

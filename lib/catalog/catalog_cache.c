@@ -32,7 +32,8 @@ struct cache_key {
 	char *root; /* real path */
 	char *list; /* real path, "" for imagefolder */
 	const char *extensions;
-	char *file; /* the cache file */
+	char *file;    /* the cache file (NULL without a cache directory) */
+	uint64_t hash; /* of the four above */
 };
 
 static void key_fini(struct cache_key *key)
@@ -69,6 +70,9 @@ static bool key_init(const struct nopfs_catalog_options *options, struct cache_k
 	hash = nopfs_catalog_fnv1a(hash, key->root, strlen(key->root) + 1);
 	hash = nopfs_catalog_fnv1a(hash, key->list, strlen(key->list) + 1);
 	hash = nopfs_catalog_fnv1a(hash, key->extensions, strlen(key->extensions) + 1);
+	key->hash = hash;
+	if (!options->cache_dir)
+		return true;
 	length = strlen(options->cache_dir) + 32;
 	key->file = malloc(length);
 	if (!key->file)
@@ -79,6 +83,19 @@ static bool key_init(const struct nopfs_catalog_options *options, struct cache_k
 out_fini:
 	key_fini(key);
 	return false;
+}
+
+bool nopfs_catalog_key(const struct nopfs_catalog_options *options, uint64_t *hash)
+{
+	struct nopfs_catalog_options bare = *options;
+	struct cache_key key;
+
+	bare.cache_dir = NULL;
+	if (!options->root || !key_init(&bare, &key))
+		return false;
+	*hash = key.hash;
+	key_fini(&key);
+	return true;
 }
 
 static void write_stamp(struct catalog_writer *writer, const struct catalog_stamp *stamp)

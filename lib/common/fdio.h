@@ -3,6 +3,7 @@
 #define NOPFS_FDIO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/stat.h>
 
 #include "status.h"
@@ -20,6 +21,10 @@ nopfs_status nopfs_write_all(int fd, const void *data, size_t length);
  * the status of errno. Logs nothing.
  */
 nopfs_status nopfs_read_exact(int fd, void *data, size_t length);
+
+/* The same at offset @offset of @fd (pwrite, pread): the file position does not move. */
+nopfs_status nopfs_pwrite_all(int fd, const void *data, size_t length, uint64_t offset);
+nopfs_status nopfs_pread_exact(int fd, void *data, size_t length, uint64_t offset);
 
 /*
  * Open @path to read without blocking (a FIFO or device named like a data

@@ -12,6 +12,14 @@
 
 extern const char *const report_source_names[REPORT_SOURCES];
 
+/*
+ * A node's kept cache ("kept", agent --keep-dir), each a count of samples and
+ * bytes: usable at the start, stale (their files changed), read from it,
+ * damaged (another CRC32C), other tiers' samples written to it, kept at the end.
+ */
+#define KEPT_COUNTS 6
+extern const char *const kept_names[KEPT_COUNTS];
+
 /* Reading the keys of one report; the first failure is logged, once. */
 struct report_keys {
 	const json_t *report;

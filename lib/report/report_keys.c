@@ -7,6 +7,8 @@
 #include "report_internal.h"
 
 const char *const report_source_names[REPORT_SOURCES] = { "staging", "ram", "ssd", "peer", "pfs" };
+const char *const kept_names[KEPT_COUNTS] = { "found",      "stale",   "read",
+	                                      "mismatched", "written", "kept" };
 
 void report_fail(const char *name, const char *format, ...)
 {

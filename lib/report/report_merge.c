@@ -56,7 +56,28 @@ struct node_figures {
 	bool meta_published;         /* the agent gave its tasks the metadata */
 	const char *meta_not_served; /* the agent's reason, or NULL */
 	const json_t *meta_per_rank; /* NULL: none */
+	/* Its kept cache ("kept": --keep-dir; reports without it: none). */
+	bool kept;
+	struct count kept_counts[KEPT_COUNTS];
+	const char *kept_why; /* why it keeps nothing, or "" */
 };
+
+/* "kept", when the node reports it. */
+static void read_kept(struct report_keys *keys, struct node_figures *f)
+{
+	char path[64];
+
+	f->kept = json_object_get(keys->report, "kept") != NULL;
+	if (!f->kept)
+		return;
+	for (int k = 0; k < KEPT_COUNTS; k++) {
+		snprintf(path, sizeof(path), "kept.%s.samples", kept_names[k]);
+		report_uint(keys, path, &f->kept_counts[k].samples);
+		snprintf(path, sizeof(path), "kept.%s.bytes", kept_names[k]);
+		report_uint(keys, path, &f->kept_counts[k].bytes);
+	}
+	report_optional_string(keys, "kept.why", &f->kept_why);
+}
 
 /* "metadata", when the node reports it: totals and per rank. */
 static bool read_metadata(struct report_keys *keys, struct node_figures *f)
@@ -236,6 +257,7 @@ static bool read_node(json_t *report, size_t input, const char *name, struct nod
 	report_uint(&keys, "stall.requests", &f->stall_requests);
 	report_real(&keys, "stall.seconds", &f->stall_seconds);
 	report_real(&keys, "stall.max_seconds", &f->stall_max_seconds);
+	read_kept(&keys, f);
 	if (!keys.ok || !read_delivered(&keys, f) || !read_fallbacks(&keys, f) ||
 	    !read_health(&keys, f) || !read_plans(&keys, f) || !read_metadata(&keys, f))
 		return false;
@@ -485,6 +507,9 @@ static void node_problems(json_t *problems, const struct node_figures *f, size_t
 		else if (n->meta_not_served)
 			add_problem(problems, "node %" PRIu32 ": dataset metadata not served: %s",
 			            n->node, n->meta_not_served);
+		if (n->kept && n->kept_why && n->kept_why[0])
+			add_problem(problems, "node %" PRIu32 ": kept cache: %s", n->node,
+			            n->kept_why);
 		if (n->watch_overflows)
 			add_problem(problems,
 			            "node %" PRIu32
@@ -612,6 +637,32 @@ static int add_metadata(json_t *merged, const struct node_figures *f, size_t cou
 	                  "changed_directories", (json_int_t)changed, "passed_changed",
 	                  (json_int_t)passed_changed, "passed_absent", (json_int_t)passed_absent,
 	                  "per_rank", per_rank));
+}
+
+/* kept: the nodes' kept caches summed, when any node has one (--keep-dir). */
+static int add_kept(json_t *merged, const struct node_figures *f, size_t count)
+{
+	struct count sums[KEPT_COUNTS] = { { 0 } };
+	json_t *kept = json_object();
+	uint64_t nodes = 0;
+
+	for (size_t i = 0; i < count; i++) {
+		if (!f[i].kept)
+			continue;
+		nodes++;
+		for (int k = 0; k < KEPT_COUNTS; k++) {
+			sums[k].samples += f[i].kept_counts[k].samples;
+			sums[k].bytes += f[i].kept_counts[k].bytes;
+		}
+	}
+	if (!nodes) {
+		json_decref(kept);
+		return 0;
+	}
+	for (int k = 0; k < KEPT_COUNTS; k++)
+		json_object_set_new(kept, kept_names[k], count_json(&sums[k]));
+	json_object_set_new(kept, "nodes", json_integer((json_int_t)nodes));
+	return json_object_set_new(merged, "kept", kept);
 }
 
 /*
@@ -812,7 +863,8 @@ static json_t *build(const struct node_figures *f, size_t count, uint32_t expect
 		return NULL;
 	}
 	failed = add_nodes(merged, f, count, expected) | add_pfs_and_stall(merged, f, count) |
-	         add_delivered(merged, f, count) | add_metadata(merged, f, count);
+	         add_delivered(merged, f, count) | add_metadata(merged, f, count) |
+	         add_kept(merged, f, count);
 	missing_problem(problems, json_object_get(merged, "nodes_missing"));
 	disagreement_problems(problems, f, count);
 	fallback_problems(problems, fallbacks, f, count);

@@ -33,6 +33,8 @@ struct summary {
 	uint64_t meta_served, meta_passed, meta_unlisted; /* 0 in reports before them */
 	uint64_t meta_changed, meta_passed_changed, meta_passed_absent;
 	const json_t *meta_per_rank; /* NULL: none */
+	bool kept; /* the nodes' kept caches ("kept"; reports without them: false) */
+	uint64_t kept_nodes, kept_read, kept_read_bytes, kept_stale, kept_kept, kept_kept_bytes;
 };
 
 static bool read_summary(const json_t *merged, const char *name, struct summary *s)
@@ -82,6 +84,15 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 		report_optional_uint(&keys, "metadata.passed_changed", &s->meta_passed_changed);
 		report_optional_uint(&keys, "metadata.passed_absent", &s->meta_passed_absent);
 		report_object(&keys, "metadata.per_rank", &s->meta_per_rank);
+	}
+	s->kept = json_object_get(merged, "kept") != NULL;
+	if (s->kept) {
+		report_uint(&keys, "kept.nodes", &s->kept_nodes);
+		report_uint(&keys, "kept.read.samples", &s->kept_read);
+		report_uint(&keys, "kept.read.bytes", &s->kept_read_bytes);
+		report_uint(&keys, "kept.stale.samples", &s->kept_stale);
+		report_uint(&keys, "kept.kept.samples", &s->kept_kept);
+		report_uint(&keys, "kept.kept.bytes", &s->kept_kept_bytes);
 	}
 	if (!keys.ok)
 		return false;
@@ -238,6 +249,17 @@ nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 	        "naive); probe read %s more\n",
 	        format_bytes(s.pfs_bytes, size, sizeof(size)), s.vs_dataset, (double)s.epochs,
 	        s.vs_naive, format_bytes(s.probe_bytes, more, sizeof(more)));
+	if (s.kept)
+		fprintf(out,
+		        "nopfs: kept caches (%" PRIu64 " node%s): %" PRIu64
+		        " samples (%s = %.2f x dataset) read from what earlier jobs kept, "
+		        "%" PRIu64 " kept ones stale (their files changed) read anew; %" PRIu64
+		        " samples (%s) kept for the next job\n",
+		        s.kept_nodes, s.kept_nodes == 1 ? "" : "s", s.kept_read,
+		        format_bytes(s.kept_read_bytes, size, sizeof(size)),
+		        s.dataset_bytes ? (double)s.kept_read_bytes / (double)s.dataset_bytes : 0.0,
+		        s.kept_stale, s.kept_kept,
+		        format_bytes(s.kept_kept_bytes, more, sizeof(more)));
 	print_metadata(&s, out);
 	if (s.replans)
 		fprintf(out,

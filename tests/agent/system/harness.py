@@ -204,6 +204,14 @@ class Agent:
         return left
 
 
+def filled(agent):
+    """Whether the agent's tiers hold every planned sample (nopfs-report --live-node)."""
+    done = subprocess.run([REPORT, "--live-node", agent.job_id], capture_output=True,
+                          text=True, timeout=30)
+    status = json.loads(done.stdout.splitlines()[0])["status"]
+    return all(t["filled"]["samples"] == t["planned_samples"] for t in status["tiers"])
+
+
 def train(agent, ws, rank, world_size, seed, epochs, workers=2, sleep=0.0, preload=True,
           timeout=600, start_epoch=0, start_sample=0, extra=()):
     """Start one rank of the unmodified training script; returns (process, out path)."""

@@ -7,23 +7,13 @@ report counts the copies that did not have their CRC32C as mismatched,
 by source (ssd), read from the PFS again and put back right in the tier:
 the second epoch finds the tier repaired (at most one bad copy a sample). Without --verify the same damage
 reaches the pipeline: the check is what keeps the bytes right."""
-import json
 import os
 import secrets
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-
-
-def filled(agent):
-    """Whether the agent's tiers hold every planned sample (nopfs-report --live-node)."""
-    done = subprocess.run([harness.REPORT, "--live-node", agent.job_id], capture_output=True,
-                          text=True, timeout=30)
-    status = json.loads(done.stdout.splitlines()[0])["status"]
-    return all(t["filled"]["samples"] == t["planned_samples"] for t in status["tiers"])
 
 
 def damage(ssd):
@@ -54,7 +44,7 @@ try:
                               extra=["--stage-window", "4"], token=secrets.token_hex(16),
                               verify=verify)
         deadline = time.time() + 120
-        while not filled(agent):
+        while not harness.filled(agent):
             assert time.time() < deadline, "the SSD tier was not filled in 120 s"
             time.sleep(0.2)
         changed = damage(ws.ssd)
