@@ -153,7 +153,7 @@ nopfs_status job_layout(struct job *job, const struct agent_options *options, ui
 }
 
 nopfs_status job_plan(struct job *job, const struct agent_options *options,
-                      const struct nopfs_node_tiers *tiers)
+                      const struct nopfs_node_tiers *tiers, const uint8_t *const *held)
 {
 	struct nopfs_placement_input input;
 	struct nopfs_tier_usage usage;
@@ -176,6 +176,7 @@ nopfs_status job_plan(struct job *job, const struct agent_options *options,
 		.tiers = job->node_tiers,
 		.policy = NOPFS_POLICY_OWNER_FIRST,
 		.threads = 2,
+		.held = held,
 	};
 	start = nopfs_clock_seconds();
 	status = nopfs_placement_compute(&input, job->node, &job->placement);

@@ -62,10 +62,11 @@ nopfs_status job_use_catalog(struct job *job, const struct agent_options *option
 
 /*
  * Compute the placement with every node's tier capacities @tiers (layout
- * nodes entries, fastest tier first). Logs this node's part.
+ * nodes entries, fastest tier first) and what each holds from earlier jobs
+ * (@held, placement.h; NULL: nothing). Logs this node's part.
  */
 nopfs_status job_plan(struct job *job, const struct agent_options *options,
-                      const struct nopfs_node_tiers *tiers);
+                      const struct nopfs_node_tiers *tiers, const uint8_t *const *held);
 
 /* Whether the agent keeps and serves @sample (not larger than --max-sample-size). */
 static inline bool job_serves(const struct job *job, nopfs_sample_id sample)

@@ -313,6 +313,19 @@ void keep_open(struct keep *keep, const char *keep_dir, const struct nopfs_catal
 	keep->active = true;
 }
 
+uint8_t *keep_held(const struct keep *keep, uint64_t count)
+{
+	uint8_t *held;
+
+	if (!keep->old_offset || keep->old_samples == 0)
+		return NULL;
+	held = calloc(count / 8 + 1, 1);
+	for (uint64_t k = 0; held && k < count; k++)
+		if (keep->old_offset[k] != UINT64_MAX)
+			held[k >> 3] |= (uint8_t)(1u << (k & 7));
+	return held;
+}
+
 int keep_data_fd(struct keep *keep, const struct nopfs_tier_list *specs)
 {
 	if (!keep->active)

@@ -85,6 +85,13 @@ void keep_init(struct keep *keep);
 void keep_open(struct keep *keep, const char *keep_dir, const struct nopfs_catalog_options *dataset,
                const struct job *job, const struct nopfs_meta_view *meta, const char *name);
 
+/*
+ * What earlier jobs left here that this job can use: a bit per sample of the
+ * job's @count (sample k: bit k % 8 of byte k / 8; malloc'd), for the
+ * placement to leave them here (placement.h, held). NULL: none.
+ */
+uint8_t *keep_held(const struct keep *keep, uint64_t count);
+
 /* Create the new data file (before the tiers). -1 when not keeping. */
 int keep_data_fd(struct keep *keep, const struct nopfs_tier_list *specs);
 

@@ -335,15 +335,27 @@ static void node_paths(struct agent *agent)
 	}
 }
 
-/* Learn every node's tiers and compute the placement. */
+/*
+ * Learn every node's tiers and, with --keep-dir, what each kept from earlier
+ * jobs, and compute the placement.
+ */
 static nopfs_status phase_plan(struct agent *agent)
 {
-	struct nopfs_node_tiers *tiers;
+	const struct agent_options *options = &agent->options;
+	struct nopfs_node_tiers *tiers = NULL;
+	uint8_t **held = NULL;
 	nopfs_status status = team_exchange(agent, &tiers);
 
-	if (status != NOPFS_OK)
-		return status;
-	status = job_plan(&agent->job, &agent->options, tiers);
+	if (status == NOPFS_OK && options->keep_dir[0]) {
+		keep_open(&agent->keep, options->keep_dir, &options->catalog, &agent->job,
+		          agent->meta ? &agent->meta_view : NULL, options->private_name);
+		status = team_exchange_held(agent, &held);
+	}
+	if (status == NOPFS_OK)
+		status = job_plan(&agent->job, options, tiers, (const uint8_t *const *)held);
+	for (uint32_t n = 0; held && n < agent->job.layout->nodes; n++)
+		free(held[n]);
+	free(held);
 	free(tiers);
 	return status;
 }
@@ -464,8 +476,6 @@ int main(int argc, char **argv)
 	if (stopped_in("plan") || status != NOPFS_OK)
 		goto out_stopped;
 	agent.phase_seconds[PHASE_PLAN] = phase_end(&clock);
-	keep_open(&agent.keep, options->keep_dir, &options->catalog, &agent.job,
-	          agent.meta ? &agent.meta_view : NULL, options->private_name);
 	keep_data_fd(&agent.keep, &options->tiers);
 	if (tier_set_create(&agent.tiers, &agent.job, &options->tiers, options->stage_dir,
 	                    options->private_name, 0, &agent.keep) != NOPFS_OK)

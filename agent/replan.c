@@ -227,7 +227,7 @@ static nopfs_status new_job(struct agent *agent, struct agent_options *options, 
 		job->placement = agent->job.placement;
 		return NOPFS_OK;
 	}
-	status = job_plan(job, options, tiers);
+	status = job_plan(job, options, tiers, NULL);
 	free(tiers);
 	return status;
 }

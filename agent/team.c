@@ -639,6 +639,55 @@ nopfs_status team_exchange(struct agent *agent, struct nopfs_node_tiers **tiers_
 	return NOPFS_OK;
 }
 
+nopfs_status team_exchange_held(struct agent *agent, uint8_t ***held_out)
+{
+	uint32_t nodes = agent->job.layout->nodes;
+	uint64_t count = agent->job.sampler.count;
+	uint8_t **held = calloc(nodes, sizeof(*held)), *mine, none = 0;
+	void **records = NULL;
+	size_t *lengths = NULL;
+	nopfs_status status;
+
+	if (!held) {
+		nopfs_error("no memory for what %" PRIu32 " nodes kept", nodes);
+		return NOPFS_ERR_NOMEM;
+	}
+	mine = keep_held(&agent->keep, count);
+	if (!agent->bootstrap.active) {
+		held[agent->job.node] = mine;
+		*held_out = held;
+		return NOPFS_OK;
+	}
+	/* every node takes part, with what it holds or a byte for nothing */
+	status = bootstrap_exchange(&agent->bootstrap, mine ? (void *)mine : &none,
+	                            mine ? count / 8 + 1 : 1, agent->options.fence_timeout,
+	                            &records, &lengths);
+	free(mine);
+	for (uint32_t n = 0; status == NOPFS_OK && n < nodes; n++) {
+		if (lengths[n] == count / 8 + 1) {
+			held[n] = records[n];
+			records[n] = NULL;
+		} else if (lengths[n] != 1) {
+			nopfs_warning("node %" PRIu32
+			              " told %zu bytes of what it kept, not %" PRIu64
+			              ": planned as keeping nothing",
+			              n, lengths[n], count / 8 + 1);
+		}
+	}
+	for (uint32_t n = 0; records && n < nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	if (status != NOPFS_OK) {
+		for (uint32_t n = 0; n < nodes; n++)
+			free(held[n]);
+		free(held);
+		return status;
+	}
+	*held_out = held;
+	return NOPFS_OK;
+}
+
 void team_fini(struct agent *agent)
 {
 	if (agent->shared_catalog[0])

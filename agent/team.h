@@ -48,6 +48,13 @@ void team_metadata_notice(struct agent *agent, uint32_t sender, const char *payl
 nopfs_status team_exchange(struct agent *agent, struct nopfs_node_tiers **tiers);
 
 /*
+ * With --keep-dir: what each node holds from earlier jobs (keep_held()), the
+ * layout's nodes entries in *held (malloc'd, each entry too, NULL where
+ * nothing; caller frees), exchanged when there are peers.
+ */
+nopfs_status team_exchange_held(struct agent *agent, uint8_t ***held);
+
+/*
  * With peers: create the data plane over this node's tiers, exchange the
  * agents' addresses and keys, and connect to every other agent.
  */

@@ -58,6 +58,7 @@ static nopfs_status placement_alloc(const struct nopfs_placement_input *input, u
 	p->scope = scope;
 	p->sizes = input->sizes;
 	p->max_size = input->max_size ? input->max_size : UINT64_MAX;
+	p->held = input->held;
 	p->threads = input->threads ? input->threads : 1;
 	p->tiers = malloc(nodes * sizeof(*p->tiers));
 	p->holder = malloc(samples * sizeof(*p->holder));

@@ -39,6 +39,14 @@ struct nopfs_placement_input {
 	const struct nopfs_node_tiers *tiers; /* layout->nodes entries */
 	nopfs_policy policy;
 	unsigned int threads; /* 0 means 1; the plan does not depend on it */
+	/*
+	 * Owner-first: per node (layout->nodes entries), a bit per sample
+	 * (sample k: bit k % 8 of byte k / 8) for what the node already holds
+	 * from an earlier job, or NULL (the array too): among the nodes that
+	 * read a sample, one holding it owns it, the one reading it most among
+	 * those (so the PFS is not read again for it).
+	 */
+	const uint8_t *const *held;
 };
 
 struct nopfs_placement;

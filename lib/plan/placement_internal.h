@@ -24,6 +24,7 @@ struct nopfs_placement {
 	unsigned int threads;
 	const uint64_t *sizes;          /* the caller's; outlives the placement */
 	uint64_t max_size;              /* larger samples are never kept */
+	const uint8_t *const *held;     /* the caller's (placement.h), or NULL */
 	struct nopfs_node_tiers *tiers; /* nodes entries */
 	struct nopfs_access_table *table;
 	uint32_t *holder; /* primary node per sample or NOPFS_NO_NODE */

@@ -13,8 +13,15 @@
 #include "placement_internal.h"
 
 /* ------------------------------------------------------------------------
- * 1. Owners: the node reading a sample most, ties to the first reader.
+ * 1. Owners: the node reading a sample most, ties to the first reader; a
+ *    reader that already holds the sample first (placement.h, held).
  */
+
+/* Whether @node holds @sample from an earlier job. */
+static bool holds(const struct nopfs_placement *p, uint32_t node, uint64_t sample)
+{
+	return p->held && p->held[node] && (p->held[node][sample >> 3] >> (sample & 7)) & 1;
+}
 
 struct owner_job {
 	struct nopfs_placement *p;
@@ -35,14 +42,17 @@ static void owner_worker(void *arg)
 	for (uint64_t k = job->begin; k < job->end; k++) {
 		unsigned int touched = nopfs_access_tally_sample(&tally, p->table, k);
 		uint32_t owner = NOPFS_NO_NODE, reads = 0;
+		bool held = false;
 
 		/* touched[] is in first-read order: the first maximum wins ties. */
 		for (unsigned int i = 0; i < touched; i++) {
 			uint32_t n = tally.touched[i];
+			bool has = holds(p, n, k);
 
-			if (tally.count[n] > reads) {
+			if ((has && !held) || (has == held && tally.count[n] > reads)) {
 				reads = tally.count[n];
 				owner = n;
+				held = has;
 			}
 		}
 		p->owner[k] = owner;

@@ -5,6 +5,7 @@
  * readers; and small hand-checked cases.
  */
 #include <check.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -308,6 +309,84 @@ START_TEST(identical_across_scopes_and_threads)
 }
 END_TEST
 
+/* Samples whose primary copy is on a node that holds them in @held. */
+static uint64_t owned_where_held(const struct nopfs_placement *p, uint8_t *const *held,
+                                 uint64_t count)
+{
+	uint64_t found = 0;
+
+	for (uint64_t k = 0; k < count; k++) {
+		uint32_t node;
+
+		if (nopfs_placement_locate(p, k, &node, NULL) &&
+		    (held[node][k >> 3] >> (k & 7)) & 1)
+			found++;
+	}
+	return found;
+}
+
+START_TEST(held_samples_stay_with_their_holders)
+{
+	unsigned int ran = 0;
+
+	for (uint32_t seed = 300; seed < 310; seed++) {
+		struct job job;
+		struct nopfs_placement *first, *blind, *told;
+		uint8_t *held[8];
+		uint64_t count, before, after;
+
+		uint32_t reading = 0;
+
+		job_random(&job, seed, 1.2);
+		for (uint32_t n = 0; n < job.layout->nodes; n++)
+			reading += job.layout->tasks_on_node[n] > 0;
+		if (reading < 2) { /* one node reads everything: no choice to make */
+			job_free(&job);
+			continue;
+		}
+		count = job.input.sampler.count;
+		job.input.epochs = 4; /* a sample read by one node only leaves no choice */
+		ck_assert_int_eq(nopfs_placement_compute(&job.input, NOPFS_ALL_NODES, &first),
+		                 NOPFS_OK);
+		/* what each node kept at the end of that job: its primary copies */
+		for (uint32_t n = 0; n < job.layout->nodes; n++)
+			held[n] = calloc(count / 8 + 1, 1);
+		for (uint64_t k = 0; k < count; k++) {
+			uint32_t n;
+
+			if (nopfs_placement_locate(first, k, &n, NULL))
+				held[n][k >> 3] |= (uint8_t)(1u << (k & 7));
+		}
+		/* the next job: another seed, so other readers */
+		job.input.sampler.seed += 1000; /* seed + epoch: no epoch in common */
+		ck_assert_int_eq(nopfs_placement_compute(&job.input, NOPFS_ALL_NODES, &blind),
+		                 NOPFS_OK);
+		job.input.held = (const uint8_t *const *)held;
+		ck_assert_int_eq(nopfs_placement_compute(&job.input, NOPFS_ALL_NODES, &told),
+		                 NOPFS_OK);
+		before = owned_where_held(blind, held, count);
+		after = owned_where_held(told, held, count);
+		ran++;
+		ck_assert_msg(after > before + count / 10,
+		              "seed %u: %" PRIu64 " of %" PRIu64
+		              " samples owned where held, %" PRIu64 " without telling",
+		              seed, after, count, before);
+		/* the same plan whatever the threads */
+		job.input.threads = 3;
+		nopfs_placement_destroy(blind);
+		ck_assert_int_eq(nopfs_placement_compute(&job.input, 0, &blind), NOPFS_OK);
+		ck_assert_uint_eq(owned_where_held(blind, held, count), after);
+		nopfs_placement_destroy(blind);
+		nopfs_placement_destroy(told);
+		nopfs_placement_destroy(first);
+		for (uint32_t n = 0; n < job.layout->nodes; n++)
+			free(held[n]);
+		job_free(&job);
+	}
+	ck_assert_uint_ge(ran, 4);
+}
+END_TEST
+
 START_TEST(owner_is_the_most_frequent_reader)
 {
 	for (uint32_t seed = 300; seed < 320; seed++) {
@@ -535,6 +614,7 @@ int main(void)
 	tcase_add_test(tc, resume_within_an_epoch_skips_the_read_head);
 	tcase_add_test(tc, identical_across_scopes_and_threads);
 	tcase_add_test(tc, owner_is_the_most_frequent_reader);
+	tcase_add_test(tc, held_samples_stay_with_their_holders);
 	tcase_add_test(tc, hand_checked_small_job);
 	tcase_add_test(tc, owner_first_beats_greedy_at_tight_room);
 	tcase_add_test(tc, primary_places_are_computable_everywhere);
