@@ -42,6 +42,7 @@ struct command {
 	char token_env[sizeof(NOPFS_ENV_AGENT_TOKEN) + NOPFS_TOKEN_LENGTH + 1];
 	char agent[PATH_MAX + 16], node_report[PATH_MAX + 64], share[PATH_MAX], log[128];
 	char summary[128];
+	char keep_dir[PATH_MAX + 16];
 	char tiers[TIERS_MAX][PATH_MAX + 64];
 };
 
@@ -251,8 +252,10 @@ static void add_option(struct command *c, const char *option, const char *value)
  * The agent step's command line. @c->token names the agents' private places
  * (runtime and stage directories, SSD tiers, node reports); it reaches them
  * in their environment only (build_env()), which other users cannot read.
+ * @uid: the job's user, whose directory under cache_base the job prolog made.
  */
-static void build_command(uint32_t job, const struct step_layout *layout, struct command *c)
+static void build_command(uint32_t job, const struct step_layout *layout, uid_t uid,
+                          struct command *c)
 {
 	const struct spank_request *r = &nopfs_request;
 	int tier_count;
@@ -329,6 +332,12 @@ static void build_command(uint32_t job, const struct step_layout *layout, struct
 		add_option(c, "--max-sample-size", nopfs_config.max_sample_size);
 	if (nopfs_config.admin_comment)
 		add_option(c, "--summary", c->summary);
+	/* options_finish() refused --nopfs-keep=yes without cache_base */
+	if (r->keep && nopfs_config.cache_base[0]) {
+		snprintf(c->keep_dir, sizeof(c->keep_dir), "%s/%u", nopfs_config.cache_base,
+		         (unsigned int)uid);
+		add_option(c, "--keep-dir", c->keep_dir);
+	}
 	c->argv[c->argc] = NULL;
 }
 
@@ -449,7 +458,7 @@ int companion_start(uint32_t job, const struct step_layout *layout, char *const 
 		           null_fd < 0 ? strerror(errno) : "out of memory");
 		goto out;
 	}
-	build_command(job, layout, c);
+	build_command(job, layout, uid, c);
 	for (int i = 0; i < c->argc && log_fd >= 0; i++) /* the log says what ran */
 		dprintf(log_fd, "%s%s", c->argv[i], i + 1 < c->argc ? " " : "\n");
 	child = fork();

@@ -1,8 +1,8 @@
 /*
  * plugstack.conf arguments, e.g.
- *   optional /usr/lib/slurm/spank_nopfs.so tiers=ram:40% ssd_base=/local
- * report_dir=/scratch/reports A bad argument does not fail jobs that do not use nopfs: it is kept
- * in config->error and every nopfs option fails with it.
+ *   optional /usr/lib/slurm/spank_nopfs.so tiers=ram:40% ssd_base=/local report_dir=/scratch/r
+ * A bad argument does not fail jobs that do not use nopfs: it is kept in
+ * config->error and every nopfs option fails with it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +94,47 @@ static int parse_size(struct spank_config *config, const struct config_key *key,
 	return 0;
 }
 
+/* A size in bytes (K, M, G, T: powers of 1024); 0 for none. */
+static int parse_bytes(struct spank_config *config, const struct config_key *key, const char *value)
+{
+	uint64_t *field = (uint64_t *)((char *)config + key->offset);
+	uint64_t bytes;
+
+	if (nopfs_parse_size(value, &bytes) != NOPFS_OK)
+		return fail(config, key, value);
+	*field = bytes;
+	return 0;
+}
+
+/* A duration: N (at least 1) with s, m, h or d, into seconds. */
+static int parse_duration(struct spank_config *config, const struct config_key *key,
+                          const char *value)
+{
+	static const struct {
+		char suffix;
+		uint64_t seconds;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+	uint64_t *field = (uint64_t *)((char *)config + key->offset);
+	size_t length = strlen(value);
+	char number[24];
+	uint64_t count;
+
+	if (length < 2 || length - 1 >= sizeof(number))
+		return fail(config, key, value);
+	memcpy(number, value, length - 1);
+	number[length - 1] = '\0';
+	/* at most 100 years in any unit: no overflow, and no typo taken for "never" */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (value[length - 1] == units[i].suffix) {
+			if (nopfs_parse_uint(number, 1, 3155760000ull / units[i].seconds, &count) !=
+			    NOPFS_OK)
+				break;
+			*field = count * units[i].seconds;
+			return 0;
+		}
+	return fail(config, key, value);
+}
+
 static int parse_tiers(struct spank_config *config, const struct config_key *key, const char *value)
 {
 	struct nopfs_tier_list list = { 0 };
@@ -136,6 +177,12 @@ static const struct config_key keys[] = {
 	{ "report_wait", "seconds, 0 to 3600", parse_seconds, FIELD(report_wait) },
 	{ "admin_comment", "yes or no", parse_bool, FIELD(admin_comment) },
 	{ "sacctmgr", "the absolute path of sacctmgr", parse_path, FIELD(sacctmgr) },
+	{ "cache_base",
+	  "an absolute directory on node-local storage, owned by root, writable by root only",
+	  parse_path, FIELD(cache_base) },
+	{ "cache_limit", "a size such as 500G (0: no limit)", parse_bytes, FIELD(cache_limit) },
+	{ "cache_max_age", "a duration such as 30d (a whole number, at least 1, and s, m, h or d)",
+	  parse_duration, FIELD(cache_max_age) },
 };
 
 static void set_defaults(struct spank_config *config)
@@ -177,4 +224,10 @@ void config_parse(struct spank_config *config, int argc, char **argv)
 		}
 		key->parse(config, key, equals + 1);
 	}
+	/* limits without a place for the caches are a slip: say which key is missing */
+	if (config->error[0] == '\0' && config->cache_base[0] == '\0' &&
+	    (config->cache_limit > 0 || config->cache_max_age > 0))
+		snprintf(config->error, sizeof(config->error),
+		         "plugstack.conf: %s needs cache_base (the directory of the kept caches)",
+		         config->cache_limit > 0 ? "cache_limit" : "cache_max_age");
 }

@@ -7,6 +7,14 @@
  * user is touched, never through a link; nothing here fails the epilog.
  * With admin_comment=yes, node 0's one-line summary of the job is stored as
  * the job's AdminComment (sacctmgr, in the accounting database) first.
+ * With cache_base, what the job's killed agents left in the user's kept
+ * caches goes, and then every user's kept caches on the node are held to
+ * cache_max_age and cache_limit (cache_limits.c).
+ *
+ * Kept caches are not the job's to remove: they are named CACHE_BASE/UID/KEY,
+ * never nopfs-JOB*, and CACHE_BASE itself is root's, so the removal of the
+ * job's entries (even in an ssd_base that holds CACHE_BASE, or through a
+ * line of ssd-dirs naming a place in it) leaves them alone.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,39 +28,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache_limits.h"
 #include "common/private.h"
+#include "common/units.h"
 #include "plugin.h"
-
-/* Remove @name in @parent_fd, a directory tree of @uid, without following links. */
-static void remove_tree_at(int parent_fd, const char *name, uid_t uid, int depth)
-{
-	struct stat st;
-	struct dirent *entry;
-	DIR *dir;
-	int fd;
-
-	if (fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != uid)
-		return;
-	if (!S_ISDIR(st.st_mode)) {
-		unlinkat(parent_fd, name, 0);
-		return;
-	}
-	if (depth > 8)
-		return;
-	fd = openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	dir = fdopendir(fd);
-	if (!dir) {
-		close(fd);
-		return;
-	}
-	while ((entry = readdir(dir)))
-		if (strcmp(entry->d_name, ".") != 0 && strcmp(entry->d_name, "..") != 0)
-			remove_tree_at(fd, entry->d_name, uid, depth + 1);
-	closedir(dir);
-	unlinkat(parent_fd, name, AT_REMOVEDIR);
-}
+#include "remove_tree.h"
 
 /* Is @name one of the job's: "nopfs-JOB" itself, or "nopfs-JOB." followed by anything? */
 static bool is_job_name(const char *name, const char *prefix, size_t length)
@@ -243,16 +223,12 @@ static void kill_agent(pid_t pid, void *arg)
 		(*killed)++;
 }
 
-void epilog_clean(spank_t sp)
+/* What @job's agents left of their own on this node (@uid: the job's user, not root). */
+static void remove_job_files(uint32_t job, uid_t uid)
 {
 	char prefix[64];
-	uint32_t job = 0;
-	uid_t uid = 0;
 	int killed = 0;
 
-	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
-	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS || uid == 0)
-		return;
 	agents_of_job(job, uid, kill_agent, &killed);
 	if (killed > 0) {
 		slurm_info(PLUGIN_NAME ": job %u: killed %d leftover agent process(es)", job,
@@ -271,4 +247,75 @@ void epilog_clean(spank_t sp)
 	remove_in("/dev/shm", prefix, uid);
 	if (nopfs_config.ssd_base[0])
 		remove_in(nopfs_config.ssd_base, prefix, uid);
+}
+
+/* Log one removal among the kept caches (cache_limits.c). */
+static void log_removal(const struct cache_removal *removal, void *arg)
+{
+	const uint32_t *job = arg;
+	const char *stays = removal->whole ? "" : " (entries not of the user stay)";
+	char bytes[32], idle[32], total[32], limit[32];
+
+	nopfs_format_size(removal->bytes, bytes, sizeof(bytes));
+	snprintf(idle, sizeof(idle), "%llu s", (unsigned long long)removal->idle);
+	if (removal->reason == CACHE_ORPHAN) {
+		slurm_info(PLUGIN_NAME ": job %u: removed %s/%s, new data its killed agent left in "
+		                       "a kept cache; %s freed%s",
+		           *job, nopfs_config.cache_base, removal->path, bytes, stays);
+	} else if (removal->reason == CACHE_TOO_OLD) {
+		slurm_info(PLUGIN_NAME ": kept cache %s/%s removed: not used for %s, more than "
+		                       "cache_max_age (%llu s); %s freed%s",
+		           nopfs_config.cache_base, removal->path, idle,
+		           (unsigned long long)nopfs_config.cache_max_age, bytes, stays);
+	} else {
+		nopfs_format_size(removal->total, total, sizeof(total));
+		nopfs_format_size(nopfs_config.cache_limit, limit, sizeof(limit));
+		slurm_info(PLUGIN_NAME
+		           ": kept cache %s/%s removed: the least recently used (%s "
+		           "ago) while the node's kept caches took %s, more than cache_limit (%s); "
+		           "%s freed%s",
+		           nopfs_config.cache_base, removal->path, idle, total, limit, bytes,
+		           stays);
+	}
+}
+
+/*
+ * Kept caches: the files of @job's killed agents in @uid's, then the limits
+ * over everyone's. A cache_base that is not root's alone is not touched.
+ */
+static void limit_caches(uint32_t job, uid_t uid)
+{
+	struct cache_usage usage;
+	char why[256];
+	int base_fd;
+
+	if (nopfs_config.cache_base[0] == '\0')
+		return;
+	base_fd = cache_base_open(nopfs_config.cache_base, why, sizeof(why));
+	if (base_fd < 0) {
+		slurm_error(PLUGIN_NAME ": job %u: plugstack.conf cache_base=%s %s: its limits are "
+		                        "not enforced",
+		            job, nopfs_config.cache_base, why);
+		return;
+	}
+	cache_orphans_remove(base_fd, uid, job, log_removal, &job);
+	if ((nopfs_config.cache_limit > 0 || nopfs_config.cache_max_age > 0) &&
+	    cache_limits_enforce(base_fd, nopfs_config.cache_limit, nopfs_config.cache_max_age,
+	                         time(NULL), log_removal, &job, &usage) != 0)
+		slurm_error(PLUGIN_NAME ": job %u: cannot list the kept caches in %s: %m", job,
+		            nopfs_config.cache_base);
+	close(base_fd);
+}
+
+void epilog_clean(spank_t sp)
+{
+	uint32_t job = 0;
+	uid_t uid = 0;
+
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_UID, &uid) != ESPANK_SUCCESS)
+		return;
+	if (uid != 0) /* root's files are not told apart by their owner */
+		remove_job_files(job, uid);
+	limit_caches(job, uid); /* the agents killed above hold no lock any more */
 }

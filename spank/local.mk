@@ -16,7 +16,12 @@ spank_spank_nopfs_la_SOURCES = \
 	spank/tasks.c \
 	spank/agents.c \
 	spank/report_wait.c \
+	spank/prolog.c \
 	spank/epilog.c \
+	spank/cache_limits.c \
+	spank/cache_limits.h \
+	spank/remove_tree.c \
+	spank/remove_tree.h \
 	lib/plan/layout.c \
 	lib/plan/layout.h \
 	lib/plan/tierspec.c \

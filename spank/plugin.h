@@ -50,6 +50,9 @@ struct spank_config {
 	unsigned int report_wait;   /* seconds srun waits for the job report */
 	bool admin_comment;         /* the epilog stores node 0's summary with the job */
 	char sacctmgr[PATH_MAX];    /* how it stores it */
+	char cache_base[PATH_MAX];  /* where kept caches go (CACHE_BASE/UID/KEY); "": none */
+	uint64_t cache_limit;       /* the most bytes a node's kept caches take; 0: no limit */
+	uint64_t cache_max_age;     /* seconds a kept cache may go unused; 0: no limit */
 	char error[512];            /* not empty: the configuration is unusable */
 };
 
@@ -62,8 +65,8 @@ struct spank_config {
 
 /* The user's options (command line or SLURM_NOPFS_* environment). */
 struct spank_request {
-	bool active; /* --nopfs-dataset given */
-	bool given[16];
+	bool active;    /* --nopfs-dataset given */
+	bool given[32]; /* by option (user_options.c) */
 	char dataset[PATH_MAX];
 	uint64_t seed;
 	uint32_t epochs;
@@ -80,6 +83,7 @@ struct spank_request {
 	bool set_epoch; /* false: every epoch in epoch 0's order */
 	bool drop_last;
 	bool verbose;
+	bool keep; /* --nopfs-keep=yes: the agents keep their caches under cache_base */
 };
 
 extern struct spank_config nopfs_config;
@@ -113,7 +117,9 @@ int tasks_prepare(spank_t sp);
  */
 int agents_of_job(uint32_t job, uid_t uid, void (*each)(pid_t pid, void *arg), void *arg);
 
-/* epilog.c (slurmd, root): remove what the job left on this node. */
+/* prolog.c (slurmd, root): the job user's directory under cache_base. */
+void prolog_prepare(spank_t sp);
+/* epilog.c (slurmd, root): remove what the job left on this node; the kept caches' limits. */
 void epilog_clean(spank_t sp);
 
 #endif

@@ -8,7 +8,10 @@
  *                   for a step's tasks, wait for the node's agent and set
  *                   their environment
  *   exit            srun that created the job, or salloc: print the job report
- *   job_epilog      slurmd (root): remove what the job left on the node
+ *   job_prolog      slurmd (root): with cache_base, the user's directory of
+ *                   kept caches
+ *   job_epilog      slurmd (root): remove what the job left on the node, and
+ *                   the kept caches the limits say
  * Nothing here may take srun or slurmstepd down: errors are messages, and
  * only a bad option (or a broken configuration when nopfs is asked for)
  * fails the command, before any job or step exists.
@@ -83,6 +86,14 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	else if (spank_context() == S_CTX_ALLOCATOR)
 		report_print_for_salloc(sp);
 	return 0;
+}
+
+int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
+{
+	/* as in the epilog: no slurm_spank_init in the job script context */
+	config_parse(&nopfs_config, ac, av);
+	prolog_prepare(sp);
+	return 0; /* never fails the prolog, which would drain the node */
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)

@@ -34,8 +34,12 @@ enum option_id {
 	OPT_VERIFY,
 	OPT_START,
 	OPT_SET_EPOCH,
+	OPT_KEEP,
 	OPT_COUNT
 };
+
+_Static_assert(OPT_COUNT <= sizeof(nopfs_request.given) / sizeof(nopfs_request.given[0]),
+               "struct spank_request's given[] has a flag per option");
 
 static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_DATASET",      "SLURM_NOPFS_SEED",    "SLURM_NOPFS_EPOCHS",
@@ -43,7 +47,7 @@ static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_PRELOAD",      "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
 	"SLURM_NOPFS_VERBOSE",      "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
 	"SLURM_NOPFS_START_SAMPLE", "SLURM_NOPFS_VERIFY",  "SLURM_NOPFS_START",
-	"SLURM_NOPFS_SET_EPOCH",
+	"SLURM_NOPFS_SET_EPOCH",    "SLURM_NOPFS_KEEP",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -96,6 +100,10 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	  "nopfs: the script calls set_epoch() every epoch (default yes; no: every epoch in epoch "
 	  "0's order)",
 	  1, OPT_SET_EPOCH, option_cb },
+	{ "nopfs-keep", "yes|no",
+	  "nopfs: keep what the agents staged on each node for your next job on the same dataset "
+	  "(the cluster's plugstack.conf cache_base; default no)",
+	  1, OPT_KEEP, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -351,6 +359,7 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 	case OPT_PLAN:
 	case OPT_VERIFY:
 	case OPT_SET_EPOCH:
+	case OPT_KEEP:
 		if (parse_yes_no(value, &flag) != 0) {
 			user_error("%s=%s: accepted: yes or no", what, value);
 			return -1;
@@ -363,6 +372,8 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 			r->verify = flag;
 		else if (id == OPT_SET_EPOCH)
 			r->set_epoch = flag;
+		else if (id == OPT_KEEP)
+			r->keep = flag;
 		else
 			r->plan = flag;
 		break;
@@ -448,6 +459,11 @@ int options_finish(spank_t sp)
 		user_error("--nopfs-start-epoch=%u is not below --nopfs-epochs=%u: give the "
 		           "script's total epochs, the job runs %u to E-1",
 		           r->start_epoch, r->epochs, r->start_epoch);
+		return -1;
+	}
+	if (r->keep && nopfs_config.cache_base[0] == '\0') {
+		user_error("--nopfs-keep=yes: this cluster keeps no caches between jobs "
+		           "(plugstack.conf has no cache_base)");
 		return -1;
 	}
 	if (r->given[OPT_SEED] && !r->shuffle) {

@@ -1,6 +1,7 @@
 # tests/cluster: the real thing on the test cluster (contrib/cluster), one
-# test at a time: srun, sbatch, PMIx, several nodes, clean-up, faults of the
-# PFS, the quick end-to-end benchmark, the examples of contrib/examples.
+# test at a time: srun, sbatch, PMIx, several nodes, clean-up, the kept
+# caches' prolog and limits, faults of the PFS, the quick end-to-end
+# benchmark, the examples of contrib/examples.
 
 check_PROGRAMS += tests/cluster/pmix_probe
 tests_cluster_pmix_probe_SOURCES = \
@@ -20,6 +21,7 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_sbatch.sh \
 	tests/cluster/test_spank_replan.sh \
 	tests/cluster/test_spank_cleanup.sh \
+	tests/cluster/test_spank_keep.sh \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_faults.sh \
 	tests/cluster/test_pfs_spikes.sh \
@@ -51,7 +53,8 @@ tests/cluster/test_spank_bad_input.log: tests/cluster/test_multinode_broken_peer
 tests/cluster/test_spank_srun.log: tests/cluster/test_spank_bad_input.log
 tests/cluster/test_spank_sbatch.log: tests/cluster/test_spank_srun.log
 tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
-tests/cluster/test_security.log: tests/cluster/test_spank_cleanup.log
+tests/cluster/test_spank_keep.log: tests/cluster/test_spank_cleanup.log
+tests/cluster/test_security.log: tests/cluster/test_spank_keep.log
 tests/cluster/test_faults.log: tests/cluster/test_security.log
 tests/cluster/test_pfs_spikes.log: tests/cluster/test_faults.log
 tests/cluster/test_spank_early.log: tests/cluster/test_pfs_spikes.log

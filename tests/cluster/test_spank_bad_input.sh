@@ -84,6 +84,13 @@ expect_fail "accepted: yes or no" srun -N1 "$D" --nopfs-set-epoch=often true
 expect_fail "percentage must be in" srun -N1 "$D" --nopfs-tiers=ram:0% true
 expect_fail "has size 0" srun -N1 "$D" --nopfs-tiers=ram:0 true
 expect_fail "is not a size" srun -N1 "$D" --nopfs-tiers=ram:lots true
+# the test cluster's plugstack.conf has no cache_base: nothing can be kept
+expect_fail "--nopfs-keep=yes: .*no cache_base" srun -N1 "$D" --nopfs-keep=yes true
+expect_fail "--nopfs-keep=yes: .*no cache_base" env SLURM_NOPFS_KEEP=yes srun -N1 "$D" true
+expect_fail "--nopfs-keep=yes: .*no cache_base" sbatch -N1 "$D" --nopfs-keep=yes --wrap true
+expect_fail "--nopfs-keep=maybe: accepted: yes or no" srun -N1 "$D" --nopfs-keep=maybe true
+expect_fail "SLURM_NOPFS_KEEP=perhaps: accepted: yes or no" env SLURM_NOPFS_KEEP=perhaps srun -N1 "$D" true
+expect_fail "--nopfs-keep needs --nopfs-dataset" srun -N1 --nopfs-keep=no true
 jobs_after=$("$NC" run squeue -h -o %i | wc -l)
 if ((jobs_after != jobs_before)); then
 	echo "not ok - a bad option left a job behind"
@@ -97,7 +104,7 @@ if ! (cd "$WORK" && timeout 30 "${RUNU[@]}" env SLURM_CONF="$WORK/slurm-bad.conf
 fi
 # srun --help shows every option with a line of its own
 help=$(cd "$WORK" && "${RUNU[@]}" srun --help 2>&1)
-for option in dataset seed epochs index tiers report preload shuffle drop-last verbose plan; do
+for option in dataset seed epochs index tiers report preload shuffle drop-last verbose plan keep; do
 	grep -q -- "--nopfs-$option" <<<"$help" || { echo "not ok - srun --help lacks --nopfs-$option"; fail=1; }
 done
 echo "$n bad inputs checked"

@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (memchr(config.error, '\0', sizeof(config.error)) == NULL ||
 	    memchr(config.tiers, '\0', sizeof(config.tiers)) == NULL ||
 	    memchr(config.ssd_base, '\0', sizeof(config.ssd_base)) == NULL ||
-	    memchr(config.report_dir, '\0', sizeof(config.report_dir)) == NULL)
+	    memchr(config.report_dir, '\0', sizeof(config.report_dir)) == NULL ||
+	    memchr(config.cache_base, '\0', sizeof(config.cache_base)) == NULL)
 		abort();
 	free(copy);
 	return 0;

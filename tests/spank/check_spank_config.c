@@ -2,11 +2,15 @@
  * The plugin's plugstack.conf arguments: defaults, every key, and errors that
  * name the key. And the description of a step the running agents re-plan
  * for: its tasks over the agent step's nodes, and NOPFS_SPANK_PLAN's value.
+ * And the agent step's command line with and without --nopfs-keep.
  */
 #include <check.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "companion.h"
 #include "plugin.h"
@@ -27,11 +31,11 @@ void slurm_error(const char *format, ...)
 
 static void parse(struct spank_config *config, const char *line)
 {
-	char copy[1024], *argv[16], *save = NULL;
+	char copy[1024], *argv[32], *save = NULL;
 	int argc = 0;
 
 	snprintf(copy, sizeof(copy), "%s", line);
-	for (char *word = strtok_r(copy, " ", &save); word && argc < 16;
+	for (char *word = strtok_r(copy, " ", &save); word && argc < 32;
 	     word = strtok_r(NULL, " ", &save))
 		argv[argc++] = word;
 	config_parse(config, argc, argv);
@@ -51,6 +55,10 @@ START_TEST(defaults)
 	ck_assert_str_eq(config.ssd_base, "");
 	ck_assert(!config.admin_comment);
 	ck_assert_str_eq(config.sacctmgr, "/usr/bin/sacctmgr");
+	/* nothing kept between jobs unless the admin says where */
+	ck_assert_str_eq(config.cache_base, "");
+	ck_assert_uint_eq(config.cache_limit, 0);
+	ck_assert_uint_eq(config.cache_max_age, 0);
 }
 END_TEST
 
@@ -61,7 +69,8 @@ START_TEST(every_key)
 	parse(&config, "enable=no bindir=/opt/nopfs/bin preload=/opt/nopfs/lib/p.so srun=/opt/srun "
 	               "tiers=ram:8G,ssd:100G ram_max=75% ssd_base=/local probe_cache=/var/cache/n "
 	               "report_dir=/scratch/r ready_timeout=30 report_wait=0 admin_comment=yes "
-	               "sacctmgr=/opt/slurm/bin/sacctmgr max_sample_size=256M");
+	               "sacctmgr=/opt/slurm/bin/sacctmgr max_sample_size=256M "
+	               "cache_base=/local/nopfs-cache cache_limit=500G cache_max_age=30d");
 	ck_assert_str_eq(config.error, "");
 	ck_assert(!config.enabled);
 	ck_assert_str_eq(config.bindir, "/opt/nopfs/bin");
@@ -77,6 +86,42 @@ START_TEST(every_key)
 	ck_assert(config.admin_comment);
 	ck_assert_str_eq(config.sacctmgr, "/opt/slurm/bin/sacctmgr");
 	ck_assert_str_eq(config.max_sample_size, "256M");
+	ck_assert_str_eq(config.cache_base, "/local/nopfs-cache");
+	ck_assert_uint_eq(config.cache_limit, 500ull << 30);
+	ck_assert_uint_eq(config.cache_max_age, 30 * 86400);
+}
+END_TEST
+
+/* cache_limit's sizes and cache_max_age's units, as parsed. */
+START_TEST(cache_keys)
+{
+	static const struct {
+		const char *line;
+		uint64_t limit, age;
+	} cases[] = {
+		{ "cache_base=/c cache_limit=0", 0, 0 },
+		{ "cache_base=/c cache_limit=1536", 1536, 0 },
+		{ "cache_base=/c cache_limit=64K", 64 << 10, 0 },
+		{ "cache_base=/c cache_limit=1.5T", 3ull << 39, 0 },
+		{ "cache_base=/c cache_limit=2g", 2ull << 30, 0 },
+		{ "cache_base=/c cache_max_age=45s", 0, 45 },
+		{ "cache_base=/c cache_max_age=90m", 0, 5400 },
+		{ "cache_base=/c cache_max_age=12h", 0, 43200 },
+		{ "cache_base=/c cache_max_age=36500d cache_limit=1M", 1 << 20, 36500ull * 86400 },
+		{ "cache_limit=0 cache_base=/c", 0, 0 }, /* 0 is no limit: any order */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct spank_config config;
+
+		parse(&config, cases[i].line);
+		ck_assert_msg(config.error[0] == '\0', "'%s': %s", cases[i].line, config.error);
+		ck_assert_str_eq(config.cache_base, "/c");
+		ck_assert_msg(config.cache_limit == cases[i].limit, "'%s': limit %llu",
+		              cases[i].line, (unsigned long long)config.cache_limit);
+		ck_assert_msg(config.cache_max_age == cases[i].age, "'%s': age %llu", cases[i].line,
+		              (unsigned long long)config.cache_max_age);
+	}
 }
 END_TEST
 
@@ -106,6 +151,26 @@ START_TEST(errors_name_the_key)
 	expect_error("sacctmgr=sacctmgr", "sacctmgr=sacctmgr is not valid; accepted: the absolute");
 	expect_error("max_sample_size=0", "max_sample_size=0 is not valid; accepted: a size");
 	expect_error("max_sample_size=big", "max_sample_size=big is not valid; accepted: a size");
+	expect_error("cache_base=var/cache",
+	             "cache_base=var/cache is not valid; accepted: an absolute");
+	expect_error("cache_base", "key 'cache_base' needs a value");
+	expect_error("cache_base=/c cache_limit=lots",
+	             "cache_limit=lots is not valid; accepted: a size");
+	expect_error("cache_base=/c cache_limit=-1G", "cache_limit=-1G is not valid");
+	expect_error("cache_base=/c cache_limit=", "cache_limit= is not valid");
+	expect_error("cache_base=/c cache_max_age=30",
+	             "cache_max_age=30 is not valid; accepted: a duration");
+	expect_error("cache_base=/c cache_max_age=0d", "cache_max_age=0d is not valid");
+	expect_error("cache_base=/c cache_max_age=2w", "cache_max_age=2w is not valid");
+	expect_error("cache_base=/c cache_max_age=d", "cache_max_age=d is not valid");
+	expect_error("cache_base=/c cache_max_age=1.5h", "cache_max_age=1.5h is not valid");
+	expect_error("cache_base=/c cache_max_age=-3d", "cache_max_age=-3d is not valid");
+	expect_error("cache_base=/c cache_max_age=36526d", "cache_max_age=36526d is not valid");
+	expect_error("cache_base=/c cache_max_age=99999999999999999999s",
+	             "cache_max_age=99999999999999999999s is not valid");
+	/* limits with nowhere to keep caches: the missing key is named */
+	expect_error("cache_limit=100G", "cache_limit needs cache_base");
+	expect_error("cache_max_age=7d", "cache_max_age needs cache_base");
 }
 END_TEST
 
@@ -203,6 +268,66 @@ START_TEST(plan_value)
 }
 END_TEST
 
+/*
+ * The agent step's command line as companion_start() writes it to its log
+ * (srun: /bin/true, so nothing is started), one argument a line.
+ */
+static char *agent_command(void)
+{
+	struct step_layout layout = {
+		.nodes = "n1", .node_count = 1, .tasks_per_node = "1", .distribution = "block"
+	};
+	char path[] = "/tmp/check_spank_config.XXXXXX";
+	static char text[16384];
+	int fd = mkstemp(path), status;
+	ssize_t got;
+	pid_t pid = 0;
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	ck_assert_int_eq(companion_start(42, &layout, NULL, fd, false, &pid), 0);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	got = pread(fd, text, sizeof(text) - 1, 0);
+	close(fd);
+	ck_assert_int_gt(got, 0);
+	text[got] = '\0';
+	return text;
+}
+
+/* Does @command hold the argument @argument, whole (followed by a space or its end)? */
+static bool has_argument(const char *command, const char *argument)
+{
+	size_t length = strlen(argument);
+
+	for (const char *at = command; (at = strstr(at, argument)); at++)
+		if (at > command && at[-1] == ' ' && (at[length] == ' ' || at[length] == '\n'))
+			return true;
+	return false;
+}
+
+START_TEST(keep_dir_argument)
+{
+	char expected[64];
+
+	nopfs_request = (struct spank_request){ .active = true, .epochs = 1, .shuffle = true };
+	strcpy(nopfs_request.dataset, "/data/set");
+	strcpy(nopfs_request.report, "/tmp/nopfs-42.json");
+	parse(&nopfs_config, "srun=/bin/true cache_base=/local/nopfs-cache");
+	ck_assert_str_eq(nopfs_config.error, "");
+	/* the job user's directory: the effective uid, as srun and slurmstepd have it */
+	snprintf(expected, sizeof(expected), "--keep-dir /local/nopfs-cache/%u", geteuid());
+	ck_assert_msg(!strstr(agent_command(), "--keep-dir"), "no --nopfs-keep: %s",
+	              agent_command());
+	nopfs_request.keep = true;
+	ck_assert_msg(has_argument(agent_command(), expected), "--nopfs-keep=yes: no '%s' in %s",
+	              expected, agent_command());
+	/* refused by options_finish() before; here it is simply not passed */
+	parse(&nopfs_config, "srun=/bin/true");
+	ck_assert_msg(!strstr(agent_command(), "--keep-dir"), "no cache_base: %s", agent_command());
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("spank_config");
@@ -212,10 +337,12 @@ int main(void)
 
 	tcase_add_test(tc, defaults);
 	tcase_add_test(tc, every_key);
+	tcase_add_test(tc, cache_keys);
 	tcase_add_test(tc, errors_name_the_key);
 	tcase_add_test(tc, step_tasks_over_agent_nodes);
 	tcase_add_test(tc, step_tasks_refused);
 	tcase_add_test(tc, plan_value);
+	tcase_add_test(tc, keep_dir_argument);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
 	srunner_run_all(runner, CK_NORMAL);
