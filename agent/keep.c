@@ -293,17 +293,36 @@ void keep_open(struct keep *keep, const char *keep_dir, const struct nopfs_catal
 		        "the dataset has no files to identify its samples by: nothing is kept");
 		return;
 	}
-	keep->dir_fd = dataset_directory(keep, keep_dir, key);
-	if (keep->dir_fd < 0)
-		return;
-	if (flock(keep->dir_fd, LOCK_EX | LOCK_NB) != 0) {
-		say_why(keep,
-		        "'%s' is in use by another job of yours on this node: this job keeps "
-		        "nothing",
-		        keep->directory);
+	/*
+	 * The job epilog may be removing the directory (its limits) while we
+	 * lock it: a directory locked after it was unlinked is not the one at
+	 * the name any more; then the name is made anew, once.
+	 */
+	for (int attempt = 0;; attempt++) {
+		struct stat locked, named;
+
+		keep->dir_fd = dataset_directory(keep, keep_dir, key);
+		if (keep->dir_fd < 0)
+			return;
+		if (flock(keep->dir_fd, LOCK_EX | LOCK_NB) != 0) {
+			say_why(keep,
+			        "'%s' is in use by another job of yours on this node (or being "
+			        "removed by the limits of the job epilog): this job keeps nothing",
+			        keep->directory);
+			close(keep->dir_fd);
+			keep->dir_fd = -1;
+			return;
+		}
+		if (fstat(keep->dir_fd, &locked) == 0 && lstat(keep->directory, &named) == 0 &&
+		    locked.st_dev == named.st_dev && locked.st_ino == named.st_ino)
+			break;
 		close(keep->dir_fd);
 		keep->dir_fd = -1;
-		return;
+		if (attempt == 1) {
+			say_why(keep, "'%s' went away as it was taken: this job keeps nothing",
+			        keep->directory);
+			return;
+		}
 	}
 	/* data.JOB.TOKEN: the job epilog removes a killed agent's */
 	snprintf(keep->data_name, sizeof(keep->data_name), "data.%s",

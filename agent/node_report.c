@@ -47,15 +47,20 @@ static json_t *tiers_json(struct agent *agent)
 
 	for (unsigned int t = 0; t < agent->tiers.count; t++) {
 		const struct tier *tier = &agent->tiers.tier[t];
+		uint64_t failed = 0;
 
+		/* samples the PFS did not give: a tier that has them is as full as it gets */
+		for (uint64_t p = 0; p < tier->count; p++)
+			failed += atomic_load(&tier->state[p]) == TIER_FAILED;
 		json_array_append_new(tiers,
-		                      json_pack("{s:s, s:I, s:I, s:I, s:I, s:o}", "kind",
+		                      json_pack("{s:s, s:I, s:I, s:I, s:I, s:o, s:I}", "kind",
 		                                nopfs_tier_kind_name(tier->kind), "capacity",
 		                                (json_int_t)agent->node_tiers.capacity[t],
 		                                "planned_samples", (json_int_t)tier->count,
 		                                "planned_bytes", (json_int_t)tier->bytes, "threads",
 		                                (json_int_t)tier->threads, "filled",
-		                                counter_json(&agent->stats.tier_filled[t])));
+		                                counter_json(&agent->stats.tier_filled[t]),
+		                                "failed_samples", (json_int_t)failed));
 	}
 	return tiers;
 }

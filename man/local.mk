@@ -3,7 +3,8 @@
 dist_man1_MANS = \
 	man/nopfs-plan.1 \
 	man/nopfs-report.1 \
-	man/nopfs-sim.1
+	man/nopfs-sim.1 \
+	man/nopfs-stage.1
 dist_man3_MANS = \
 	man/nopfs.3
 dist_man8_MANS = \

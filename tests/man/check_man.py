@@ -83,7 +83,7 @@ def check_same(page, what, accepted, documented, documented_where, both=True):
 pages = sorted("man/" + name for name in os.listdir(os.path.join(SRC, "man"))
                if re.fullmatch(r"[\w.-]+\.[1-8]", name))
 expected = {"man/nopfs-agent.8", "man/spank_nopfs.8", "man/nopfs-plan.1",
-            "man/nopfs-report.1", "man/nopfs-sim.1", "man/nopfs.3"}
+            "man/nopfs-report.1", "man/nopfs-sim.1", "man/nopfs-stage.1", "man/nopfs.3"}
 if not expected <= set(pages):
     fail(f"missing manual pages: {sorted(expected - set(pages))}")
 for page in pages:
@@ -101,7 +101,8 @@ for page in pages:
 OPTABLE = r'NOPFS_OPT_(?:FLAG|STRING|PATH|UINT|SECONDS|CALL)\(\s*"([a-z0-9-]+)"'
 for page, source, known in (("man/nopfs-agent.8", "agent/options.c", "dataset"),
                             ("man/nopfs-plan.1", "tools/plan/main.c", "tasks-per-node"),
-                            ("man/nopfs-report.1", "tools/report/main.c", "merge")):
+                            ("man/nopfs-report.1", "tools/report/main.c", "merge"),
+                            ("man/nopfs-stage.1", "tools/stage/main.c", "timeout")):
     accepted = table(source, OPTABLE, known)
     if "NOPFS_OPT_HELP" in read(source):
         accepted.add("help")

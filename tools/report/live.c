@@ -32,8 +32,8 @@
 #include "common/private.h"
 #include "common/token.h"
 #include "common/units.h"
-#include "task/channel.h"
 #include "tool.h"
+#include "ask.h"
 
 extern char **environ;
 
@@ -89,37 +89,6 @@ static void print_line(json_t *line, const char *host, bool pieces)
 	fflush(stdout);
 }
 
-/* Ask the agent whose socket is @socket_path; NULL with *why on failure. */
-static json_t *ask(const char *socket_path, const char **why)
-{
-	static struct nopfs_channel channel; /* 64 KiB of buffer */
-	struct nopfs_wire_message request = { .type = NOPFS_WIRE_STATS }, reply;
-	json_t *status;
-
-	if (!nopfs_channel_init(&channel, socket_path, -1, 0, LIVE_TIMEOUT_MS)) {
-		*why = "socket path too long";
-		return NULL;
-	}
-	if (nopfs_channel_connect(&channel, why) != NOPFS_OK)
-		return NULL;
-	if (nopfs_channel_call(&channel, &request, NOPFS_WIRE_STATS_TEXT, &reply, NULL, why) !=
-	    NOPFS_OK) {
-		nopfs_channel_close(&channel);
-		return NULL;
-	}
-	if (reply.type == NOPFS_WIRE_ERROR) {
-		*why = "the agent refused to give its statistics";
-		nopfs_channel_close(&channel);
-		return NULL;
-	}
-	status = json_loadb((const char *)reply.u.stats_text.text, reply.u.stats_text.length, 0,
-	                    NULL);
-	nopfs_channel_close(&channel);
-	if (!status)
-		*why = "the agent's statistics are not JSON";
-	return status;
-}
-
 int report_live_node(const char *job, bool pieces)
 {
 	char host[256] = "", path[PATH_MAX], socket_path[PATH_MAX + 16];
@@ -150,7 +119,7 @@ int report_live_node(const char *job, bool pieces)
 			continue;
 		close(fd);
 		snprintf(socket_path, sizeof(socket_path), "%s/agent.sock", path);
-		status = ask(socket_path, &why);
+		status = tool_ask_stats(socket_path, LIVE_TIMEOUT_MS, &why);
 	}
 	if (tmp)
 		closedir(tmp);

@@ -7,7 +7,10 @@ nopfs_report_SOURCES = \
 	tools/report/compare.c \
 	tools/report/plot.c \
 	tools/report/live.c \
+	tools/ask.c \
+	tools/ask.h \
 	lib/task/channel.c \
 	lib/task/channel.h
+nopfs_report_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tools
 nopfs_report_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 nopfs_report_LDADD = lib/report/libnopfs_report.la lib/libnopfs_core.la $(JANSSON_LIBS)

@@ -8,12 +8,12 @@ from the PFS: its PFS bytes are at most 2% of the dataset, and every byte
 the ranks read is the file's (SHA-256 of each). Then: a job of the same user
 on the same dataset while the cache is in use keeps nothing (and says so),
 and a --keep-dir that is not private, or a dataset directory planted as a
-link, is refused."""
+link, is refused. nopfs-stage, the pre-warm command, waits for the tiers of each
+job to be full (and fails, saying why, without an agent)."""
 import fcntl
 import os
-import secrets
+import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
@@ -25,13 +25,25 @@ def only_dir(keep):
     return os.path.join(keep, names[0])
 
 
+STAGE = os.path.join(harness.TOP_BUILDDIR, "nopfs-stage")
+
+
+agents = []
+
+
+def start(ws, name, keep, seed, tiers):
+    agents.append(harness.Agent(ws, name, seed=seed, epochs=1, world_size=2, ranks=[0, 1],
+                                tiers=tiers, extra=["--keep-dir", keep]))
+    return agents[-1]
+
+
 def run_job(ws, name, keep, seed, tiers):
-    agent = harness.Agent(ws, name, seed=seed, epochs=1, world_size=2, ranks=[0, 1],
-                          tiers=tiers, extra=["--keep-dir", keep], token=secrets.token_hex(16))
-    deadline = time.time() + 120
-    while not harness.filled(agent):
-        assert time.time() < deadline, "the tiers were not filled in 120 s"
-        time.sleep(0.2)
+    agent = start(ws, name, keep, seed, tiers)
+    # the pre-warm command: back once the tiers hold everything planned
+    done = subprocess.run([STAGE, "--timeout", "120", "--interval", "1"], env=agent.env(),
+                          capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    assert " 600 of 600 samples" in done.stdout.splitlines()[-1], done.stdout
     checked, report = harness.train_and_stop(agent, ws, seed=seed, epochs=1,
                                              expected_lines=len(ws.paths))
     return checked, report
@@ -91,8 +103,7 @@ try:
     # in use by another job of the user: this one keeps nothing and says why
     lock = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     fcntl.flock(lock, fcntl.LOCK_EX)
-    agent = harness.Agent(ws, "keep-3", seed=1, epochs=1, world_size=2, ranks=[0, 1],
-                          tiers=tiers, extra=["--keep-dir", keep])
+    agent = start(ws, "keep-3", keep, 1, tiers)
     assert agent.stop() == 0
     os.close(lock)
     report = agent.read_report()
@@ -102,8 +113,7 @@ try:
 
     # not private, or planted: refused, and named
     os.chmod(keep, 0o755)
-    agent = harness.Agent(ws, "keep-4", seed=1, epochs=1, world_size=2, ranks=[0, 1],
-                          tiers=tiers, extra=["--keep-dir", keep])
+    agent = start(ws, "keep-4", keep, 1, tiers)
     assert agent.stop() == 0
     why = agent.read_report()["kept"]["why"]
     assert keep in why and "open to other users" in why, why
@@ -112,12 +122,22 @@ try:
     os.mkdir(elsewhere, 0o700)
     os.rename(directory, directory + ".moved")
     os.symlink(elsewhere, directory)
-    agent = harness.Agent(ws, "keep-5", seed=1, epochs=1, world_size=2, ranks=[0, 1],
-                          tiers=tiers, extra=["--keep-dir", keep])
+    agent = start(ws, "keep-5", keep, 1, tiers)
     assert agent.stop() == 0
     why = agent.read_report()["kept"]["why"]
     assert "not a private directory" in why, why
     assert os.listdir(elsewhere) == [], os.listdir(elsewhere)
     print("in use, not private, planted as a link: refused, nothing kept or read there")
+
+    # no agent: nopfs-stage says so and fails
+    env = dict(os.environ, NOPFS_SOCKET=os.path.join(ws.root, "no-such.sock"))
+    done = subprocess.run([STAGE, "--timeout", "5"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 1 and "does not answer" in done.stderr, done.stderr
+    env.pop("NOPFS_SOCKET")
+    done = subprocess.run([STAGE], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "NOPFS_SOCKET is not set" in done.stderr, done.stderr
 finally:
+    for agent in agents:
+        agent.kill()
     ws.cleanup()
