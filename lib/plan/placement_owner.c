@@ -14,7 +14,8 @@
 
 /* ------------------------------------------------------------------------
  * 1. Owners: the node reading a sample most, ties to the first reader; a
- *    reader that already holds the sample first (placement.h, held).
+ *    node that already holds the sample first (placement.h, held): the
+ *    readers among them, else the first of them.
  */
 
 /* Whether @node holds @sample from an earlier job. */
@@ -55,9 +56,22 @@ static void owner_worker(void *arg)
 				held = has;
 			}
 		}
+		/*
+		 * Kept by a node that does not read it: owned there all the
+		 * same (last in its fill order), its readers fill from it.
+		 */
+		for (uint32_t n = 0; p->held && !held && n < p->nodes; n++) {
+			if (holds(p, n, k)) {
+				owner = n;
+				reads = 0;
+				held = true;
+			}
+		}
 		p->owner[k] = owner;
 		p->owner_reads[k] = reads;
-		p->owner_first[k] = owner == NOPFS_NO_NODE ? 0 : tally.first_epoch[owner];
+		p->owner_first[k] = owner == NOPFS_NO_NODE ? 0
+		                    : reads == 0           ? p->epochs
+		                                           : tally.first_epoch[owner];
 	}
 	nopfs_access_tally_fini(&tally);
 }
