@@ -22,6 +22,7 @@ CLUSTER_TESTS = \
 	tests/cluster/test_spank_replan.sh \
 	tests/cluster/test_spank_cleanup.sh \
 	tests/cluster/test_spank_keep.sh \
+	tests/cluster/test_keep_jobs.sh \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_faults.sh \
 	tests/cluster/test_pfs_spikes.sh \
@@ -54,7 +55,8 @@ tests/cluster/test_spank_srun.log: tests/cluster/test_spank_bad_input.log
 tests/cluster/test_spank_sbatch.log: tests/cluster/test_spank_srun.log
 tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_spank_keep.log: tests/cluster/test_spank_cleanup.log
-tests/cluster/test_security.log: tests/cluster/test_spank_keep.log
+tests/cluster/test_keep_jobs.log: tests/cluster/test_spank_keep.log
+tests/cluster/test_security.log: tests/cluster/test_keep_jobs.log
 tests/cluster/test_faults.log: tests/cluster/test_security.log
 tests/cluster/test_pfs_spikes.log: tests/cluster/test_faults.log
 tests/cluster/test_spank_early.log: tests/cluster/test_pfs_spikes.log
