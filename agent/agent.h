@@ -10,6 +10,7 @@
 #include "bootstrap.h"
 #include "job.h"
 #include "keep.h"
+#include "val.h"
 #include "lock.h"
 #include "options.h"
 #include "stage/prefetch.h"
@@ -53,6 +54,8 @@ struct agent {
 	struct tier_set tiers;
 	struct source source;     /* where samples' bytes come from: tiers, peers, PFS */
 	struct keep keep;         /* --keep-dir: what outlives the job on this node */
+	struct val val;           /* --val-dataset: the validation set (val.h) */
+	uint64_t val_room;        /* this node's room for its share of it */
 	struct peer_plane *peers; /* the other nodes' agents (NULL: none) */
 	struct prefetch prefetch;
 	struct stage stage;
@@ -66,9 +69,10 @@ struct agent {
 	bool made_runtime_dir, made_stage_dir;
 	bool serving;      /* agent_serve_start() succeeded, agent_serve_stop() not called */
 	bool report_final; /* the agent is done: the next report is its last */
-	char shared_catalog[4096]; /* node 0: the catalog it shared, removed at exit */
-	char shared_meta[4096];    /* node 0: the metadata it shared, removed at exit */
-	void *meta;                /* the dataset's metadata (catalog/meta.h), or NULL */
+	char shared_catalog[4096];     /* node 0: the catalog it shared, removed at exit */
+	char shared_meta[4096];        /* node 0: the metadata it shared, removed at exit */
+	char shared_val_catalog[4096]; /* node 0: the validation set's catalog it shared */
+	void *meta;                    /* the dataset's metadata (catalog/meta.h), or NULL */
 	size_t meta_length;
 	struct nopfs_meta_view meta_view;                /* of meta, validated once when kept */
 	uint32_t meta_dirs, meta_entries, meta_unlisted; /* for the report */

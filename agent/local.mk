@@ -38,7 +38,9 @@ nopfs_agent_SOURCES = \
 	agent/source.h \
 	agent/stats.h \
 	agent/team.c \
-	agent/team.h
+	agent/team.h \
+	agent/val.c \
+	agent/val.h
 nopfs_agent_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/agent
 nopfs_agent_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(PMIX_CFLAGS) $(UCX_CFLAGS) $(IBVERBS_CFLAGS)
 nopfs_agent_LDADD = \

@@ -346,6 +346,10 @@ static nopfs_status phase_plan(struct agent *agent)
 	uint8_t **held = NULL;
 	nopfs_status status = team_exchange(agent, &tiers);
 
+	/* the validation set's shares first: each is read every pass by its node */
+	if (status == NOPFS_OK)
+		val_reserve(&agent->val, tiers, agent->job.layout->nodes, agent->job.node,
+		            &agent->val_room);
 	if (status == NOPFS_OK && options->keep_dir[0]) {
 		keep_open(&agent->keep, options->keep_dir, &options->catalog, &agent->job,
 		          agent->meta ? &agent->meta_view : NULL, options->private_name);
@@ -409,6 +413,7 @@ int main(int argc, char **argv)
 		return status == NOPFS_ERR_EMPTY ? 0 : 2;
 	agent.started_ns = clock = nopfs_clock_now_ns();
 	keep_init(&agent.keep);
+	val_init(&agent.val);
 	pthread_rwlock_init(&agent.plan_lock, NULL);
 	pthread_mutex_init(&agent.events_lock, NULL);
 	if (snprintf(agent.socket_path, sizeof(agent.socket_path), "%s/agent.sock",
@@ -464,6 +469,8 @@ int main(int argc, char **argv)
 	                    agent.bootstrap.active ? agent.bootstrap.nodes : 0);
 	if (status == NOPFS_OK)
 		status = team_catalog(&agent); /* NOPFS_ERR_CANCELED if stopped */
+	if (status == NOPFS_OK)
+		status = team_val_catalog(&agent);
 	if (stopped_in("catalog") || status != NOPFS_OK)
 		goto out_stopped;
 	agent.phase_seconds[PHASE_CATALOG] = phase_end(&clock);
@@ -481,6 +488,10 @@ int main(int argc, char **argv)
 	                    options->private_name, 0, &agent.keep) != NOPFS_OK)
 		goto out_stopped;
 	keep_layout(&agent.keep, &agent.tiers);
+	/* without its tier, the validation set is served from the PFS */
+	if (agent.val.catalog)
+		val_tier_create(&agent.val, options->stage_dir, agent.val_room, &agent.stats,
+		                agent.job.size_limit, options->serve_timeout_ms);
 	stop_signals(SIG_BLOCK);
 	snprintf(ssd_list, sizeof(ssd_list), "%s/ssd-dirs", options->runtime_dir);
 	tier_set_list_directories(&agent.tiers, ssd_list);
@@ -494,6 +505,7 @@ int main(int argc, char **argv)
 		goto out_tiers;
 	if (agent_serve_start(&agent) != NOPFS_OK)
 		goto out_report;
+	val_start(&agent.val);
 	if (agent_publish_ready(&agent) != NOPFS_OK)
 		goto out_serve;
 	nopfs_info("ready in %.2f s: serving %" PRIu32 " local ranks on %s",
@@ -508,6 +520,7 @@ out_serve:
 	team_withdraw_metadata(&agent);
 	unlink(agent.ready_path);
 	agent_serve_stop(&agent);
+	val_stop(&agent.val);
 	/* nothing fills the tiers any more: what they hold is kept */
 	keep_commit(&agent.keep, &agent.job, &agent.tiers, agent.meta ? &agent.meta_view : NULL);
 out_report:
@@ -528,6 +541,7 @@ out_stopped:
 		rc = 0; /* asked to stop before serving: no failure of ours */
 out_job:
 	keep_fini(&agent.keep);
+	val_fini(&agent.val);
 	job_fini(&agent.job);
 	team_fini(&agent);
 	agent_replan_fini(&agent);

@@ -320,6 +320,8 @@ json_t *report_json(struct agent *agent)
 		json_object_set_new(report, "verify", verify_json(agent));
 		if (agent->options.keep_dir[0])
 			json_object_set_new(report, "kept", keep_json(&agent->keep));
+		if (agent->val.catalog)
+			json_object_set_new(report, "val", val_json(&agent->val));
 		json_object_set_new(report, "process", process_json());
 		/* a resume within that epoch: each rank's first index in it */
 		json_object_set_new(json_object_get(report, "job"), "start_sample",

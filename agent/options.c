@@ -161,6 +161,18 @@ static bool parse_bootstrap(const char *value, void *options)
 	return false;
 }
 
+static bool parse_val_sampler(const char *value, void *options)
+{
+	struct agent_options *c = options;
+
+	if (strcmp(value, "distributed") == 0 || strcmp(value, "all") == 0) {
+		c->val_all = value[0] == 'a';
+		return true;
+	}
+	nopfs_error("--val-sampler: '%s' is not distributed or all", value);
+	return false;
+}
+
 static bool parse_step_distribution(const char *value, void *options)
 {
 	struct agent_options *c = options;
@@ -182,6 +194,15 @@ static const struct nopfs_option option_rows[] = {
 	  .id = OPT_STEP },
 	{ NOPFS_OPT_PATH("catalog-cache", "DIR", "reuse a validated catalog cache",
 	                 FIELD(catalog_cache)) },
+	{ NOPFS_OPT_PATH("val-dataset", "DIR",
+	                 "a validation set the script reads after every epoch\n"
+	                 "(imagefolder, as the script names it): each node keeps\n"
+	                 "its ranks' share in RAM",
+	                 FIELD(val_dataset)) },
+	{ NOPFS_OPT_CALL("val-sampler", "HOW",
+	                 "distributed (default: DistributedSampler(shuffle=False)\n"
+	                 "over the ranks) or all (every rank reads all of it)",
+	                 parse_val_sampler) },
 	{ NOPFS_OPT_TEXT("Job:") },
 	{ NOPFS_OPT_CALL("seed", "S", "DistributedSampler seed (default 0)", parse_seed),
 	  .id = OPT_STEP },
@@ -357,6 +378,10 @@ static nopfs_status finish(struct agent_options *c)
 {
 	if (c->dataset_root[0] == '\0') {
 		nopfs_error("--dataset is required");
+		return NOPFS_ERR_INVALID;
+	}
+	if (c->val_all && c->val_dataset[0] == '\0') {
+		nopfs_error("--val-sampler is for --val-dataset, which is not given");
 		return NOPFS_ERR_INVALID;
 	}
 	if (c->bootstrap == AGENT_BOOTSTRAP_AUTO)

@@ -24,6 +24,8 @@ struct agent_options {
 	char list_path[PATH_MAX];
 	char extensions[1024];
 	char catalog_cache[PATH_MAX];
+	char val_dataset[PATH_MAX];   /* the validation set (val.h); empty: none */
+	bool val_all;                 /* every rank reads all of it (--val-sampler all) */
 	struct nopfs_sampler sampler; /* seed, drop_last, shuffle, world size */
 	uint32_t epochs;
 	uint32_t *local_ranks; /* this node's ranks, sorted */

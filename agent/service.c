@@ -76,6 +76,7 @@ nopfs_status agent_serve_start(struct agent *agent)
 	                      live_stats, agent, options->max_connections, agent->followed);
 	if (status != NOPFS_OK)
 		goto out_prefetch;
+	agent->server.val = agent->val.catalog ? &agent->val : NULL;
 	agent->serving = true;
 	return NOPFS_OK;
 

@@ -498,6 +498,110 @@ nopfs_status team_catalog(struct agent *agent)
 	return job_use_catalog(&agent->job, &agent->options, catalog);
 }
 
+/* An exchange of one flag: NOPFS_OK when every node's is set. */
+static nopfs_status every_node_has(struct agent *agent, bool mine)
+{
+	uint8_t flag = mine;
+	void **records = NULL;
+	size_t *lengths = NULL;
+	nopfs_status status = bootstrap_exchange(&agent->bootstrap, &flag, 1,
+	                                         agent->options.fence_timeout, &records, &lengths);
+
+	for (uint32_t n = 0; status == NOPFS_OK && n < agent->bootstrap.nodes; n++) {
+		if (lengths[n] != 1 || !((uint8_t *)records[n])[0]) {
+			nopfs_warning("node %" PRIu32 " has no catalog of the validation set", n);
+			status = NOPFS_ERR_NOT_FOUND;
+		}
+	}
+	if (records) {
+		for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
+			free(records[n]);
+		free(records);
+		free(lengths);
+	}
+	return status;
+}
+
+nopfs_status team_val_catalog(struct agent *agent)
+{
+	const struct agent_options *options = &agent->options;
+	struct nopfs_catalog_options dataset = options->catalog;
+	struct nopfs_catalog *catalog = NULL;
+	char announce[PATH_MAX] = "";
+	void **records = NULL;
+	size_t *lengths = NULL;
+	nopfs_status status = NOPFS_OK;
+
+	if (!options->val_dataset[0])
+		return NOPFS_OK;
+	dataset.format = NOPFS_INDEX_IMAGEFOLDER;
+	dataset.root = options->val_dataset;
+	dataset.list_path = NULL;
+	dataset.meta = NULL;
+	if (agent->bootstrap.node == 0 || !agent->bootstrap.active) {
+		status = nopfs_catalog_open(&dataset, &catalog, NULL);
+		if (status != NOPFS_OK)
+			snprintf(announce, sizeof(announce), "-"); /* none for anyone */
+		if (status == NOPFS_OK && agent->bootstrap.active && options->share_dir[0]) {
+			void *buffer;
+			size_t size;
+
+			if ((size_t)snprintf(announce, sizeof(announce), "%s/%s.val.catalog",
+			                     options->share_dir,
+			                     options->private_name) >= sizeof(announce))
+				status = NOPFS_ERR_RANGE;
+			if (status == NOPFS_OK)
+				status = nopfs_catalog_serialize(catalog, &buffer, &size);
+			if (status == NOPFS_OK) {
+				status = write_file(announce, buffer, size);
+				free(buffer);
+			}
+			if (status == NOPFS_OK)
+				snprintf(agent->shared_val_catalog,
+				         sizeof(agent->shared_val_catalog), "%s", announce);
+			else
+				announce[0] = '\0';
+		}
+	}
+	/* the exchange is the barrier: node 0's file is complete before it */
+	if (agent->bootstrap.active) {
+		nopfs_status exchanged =
+		        bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
+		                           options->scan_timeout, &records, &lengths);
+
+		if (exchanged != NOPFS_OK) {
+			nopfs_catalog_destroy(catalog);
+			return exchanged;
+		}
+		if (agent->bootstrap.node != 0) {
+			if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0' ||
+			    strcmp(records[0], "-") == 0)
+				status = NOPFS_ERR_FORMAT;
+			else if (((char *)records[0])[0])
+				status = team_load_catalog(records[0], &catalog);
+			else /* node 0 shared none (no --share-dir, or it failed) */
+				status = nopfs_catalog_open(&dataset, &catalog, NULL);
+		}
+		for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
+			free(records[n]);
+		free(records);
+		free(lengths);
+		/* every node must plan with the set or none (the placement is computed everywhere)
+		 */
+		if (exchanged == NOPFS_OK && every_node_has(agent, status == NOPFS_OK) != NOPFS_OK)
+			status = NOPFS_ERR_UNSUPPORTED;
+	}
+	if (status != NOPFS_OK) {
+		/* the job goes on: the validation set is read from the PFS, unplanned */
+		nopfs_warning("validation set '%s': no catalog (above): its reads go to the PFS",
+		              options->val_dataset);
+		nopfs_catalog_destroy(catalog);
+		return NOPFS_OK;
+	}
+	return val_use_catalog(&agent->val, catalog, options->val_dataset, options->val_all,
+	                       agent->job.layout, agent->job.node);
+}
+
 nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_options *options,
                                      uint32_t generation, struct nopfs_catalog **catalog)
 {
@@ -696,6 +800,9 @@ void team_fini(struct agent *agent)
 	if (agent->shared_meta[0])
 		unlink(agent->shared_meta);
 	agent->shared_meta[0] = '\0';
+	if (agent->shared_val_catalog[0])
+		unlink(agent->shared_val_catalog);
+	agent->shared_val_catalog[0] = '\0';
 	team_withdraw_metadata(agent);
 	if (agent->meta_changed)
 		munmap(agent->meta_changed, agent->meta_changed_dirs);

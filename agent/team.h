@@ -27,6 +27,13 @@ struct nopfs_catalog;
  */
 nopfs_status team_catalog(struct agent *agent);
 
+/*
+ * With --val-dataset: the validation set's catalog, built by node 0 (or a
+ * node alone) and shared as SHARE_DIR/NAME.val.catalog for the others, into
+ * agent->val (val.h) with every node's share of it.
+ */
+nopfs_status team_val_catalog(struct agent *agent);
+
 void team_withdraw_metadata(struct agent *agent);
 
 /*

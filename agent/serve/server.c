@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "server.h"
+#include "val.h"
 #include "common/clock.h"
 #include "task/wire.h"
 
@@ -118,6 +119,37 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	return status;
 }
 
+/* A request for a sample of the validation set (OPEN_VAL): its copy, or an error. */
+static nopfs_status serve_val(struct server_connection *c, const struct nopfs_wire_message *m)
+{
+	struct server *server = c->server;
+	const struct job *job = server->stage->job;
+	struct nopfs_wire_message reply = { .type = NOPFS_WIRE_SAMPLE,
+		                            .request_id = m->request_id };
+	char path[NOPFS_WIRE_PATH_MAX + 1];
+	nopfs_status status;
+	int fd = -1;
+
+	if (!server->val)
+		return reply_error(c, m->request_id, NOPFS_ERR_NOT_FOUND,
+		                   "this job's agents keep no validation set");
+	memcpy(path, m->u.open.path, m->u.open.path_length);
+	path[m->u.open.path_length] = '\0';
+	if (!c->sample_buffer)
+		c->sample_buffer = malloc(job->max_sample_size ? job->max_sample_size : 1);
+	status = c->sample_buffer ? val_serve(server->val, path, c->sample_buffer,
+	                                      job->max_sample_size, &fd, &reply)
+	                          : NOPFS_ERR_NOMEM;
+	if (status != NOPFS_OK)
+		return reply_error(c, m->request_id, status,
+		                   status == NOPFS_ERR_NOT_FOUND
+		                           ? "not a sample of the validation set"
+		                           : nopfs_status_string(status));
+	status = nopfs_wire_send(c->fd, &reply, fd);
+	close(fd);
+	return status;
+}
+
 static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_message *m)
 {
 	struct server *server = c->server;
@@ -142,6 +174,8 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 		found = nopfs_catalog_find(job->catalog, path);
 		return serve_sample(c, m, found >= 0 ? (uint64_t)found : UINT64_MAX,
 		                    m->u.open.rank >= 0 ? m->u.open.rank : c->rank);
+	case NOPFS_WIRE_OPEN_VAL:
+		return serve_val(c, m);
 	case NOPFS_WIRE_GET:
 		return serve_sample(c, m, m->u.get.index,
 		                    m->u.get.rank >= 0 ? m->u.get.rank : c->rank);

@@ -19,8 +19,11 @@
 
 struct server_connection;
 
+struct val;
+
 struct server {
 	struct stage *stage;
+	struct val *val; /* the validation set (OPEN_VAL), or NULL; set before the ready file */
 	struct agent_stats *stats;
 	json_t *(*stats_json)(void *arg); /* live statistics for STATS */
 	void *stats_arg;

@@ -198,7 +198,9 @@ static nopfs_status tier_open_file(struct tier *tier, const struct nopfs_tier_sp
 		snprintf(suffix, sizeof(suffix), ".%u", generation);
 
 	if (tier->kind == NOPFS_TIER_RAM) {
-		if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/.tier-%u%s", stage_dir,
+		/* a listed tier (tier_create_listed()) comes with its path */
+		if (!tier->path[0] &&
+		    (size_t)snprintf(tier->path, sizeof(tier->path), "%s/.tier-%u%s", stage_dir,
 		                     tier->index, suffix) >= sizeof(tier->path)) {
 			nopfs_error("stage directory '%s' is too long", stage_dir);
 			return NOPFS_ERR_RANGE;
@@ -376,27 +378,74 @@ nopfs_status tier_set_list_directories(const struct tier_set *set, const char *p
 	return NOPFS_OK;
 }
 
+void tier_fini(struct tier *tier)
+{
+	if (tier->base)
+		munmap(tier->base, tier->bytes);
+	if (tier->fd >= 0)
+		close(tier->fd);
+	if (tier->path[0] && !tier->borrowed)
+		unlink(tier->path);
+	if (tier->directory[0])
+		rmdir(tier->directory);
+	free(tier->samples);
+	free(tier->offsets);
+	free((void *)tier->state);
+	free(tier->fill_order);
+	pthread_cond_destroy(&tier->changed);
+	pthread_mutex_destroy(&tier->lock);
+	memset(tier, 0, sizeof(*tier));
+	tier->fd = -1;
+}
+
 void tier_set_destroy(struct tier_set *set)
 {
-	for (unsigned int t = 0; t < set->count; t++) {
-		struct tier *tier = &set->tier[t];
-
-		if (tier->base)
-			munmap(tier->base, tier->bytes);
-		if (tier->fd >= 0)
-			close(tier->fd);
-		if (tier->path[0] && !tier->borrowed)
-			unlink(tier->path);
-		if (tier->directory[0])
-			rmdir(tier->directory);
-		free(tier->samples);
-		free(tier->offsets);
-		free((void *)tier->state);
-		free(tier->fill_order);
-		pthread_cond_destroy(&tier->changed);
-		pthread_mutex_destroy(&tier->lock);
-	}
+	for (unsigned int t = 0; t < set->count; t++)
+		tier_fini(&set->tier[t]);
 	memset(set, 0, sizeof(*set));
+}
+
+nopfs_status tier_create_listed(struct tier *tier, const char *stage_dir, const char *name,
+                                const nopfs_sample_id *samples, const uint64_t *sizes,
+                                uint64_t count)
+{
+	struct nopfs_tier_spec spec = { .kind = NOPFS_TIER_RAM };
+	nopfs_status status;
+
+	memset(tier, 0, sizeof(*tier));
+	tier->kind = NOPFS_TIER_RAM;
+	tier->fd = -1;
+	tier->threads = 1;
+	pthread_mutex_init(&tier->lock, NULL);
+	nopfs_clock_cond_init(&tier->changed);
+	tier->count = tier->primary_count = count;
+	tier->samples = malloc((count + 1) * sizeof(*tier->samples));
+	tier->offsets = malloc((count + 1) * sizeof(*tier->offsets));
+	tier->state = calloc(count + 1, sizeof(*tier->state));
+	tier->fill_order = malloc((count + 1) * sizeof(*tier->fill_order));
+	if (!tier->samples || !tier->offsets || !tier->state || !tier->fill_order) {
+		nopfs_error("no memory to index the %" PRIu64 " samples of %s", count, name);
+		tier_fini(tier);
+		return NOPFS_ERR_NOMEM;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		tier->samples[i] = samples[i];
+		tier->offsets[i] = tier->bytes;
+		tier->bytes += sizes[samples[i]];
+		tier->fill_order[i] = i;
+	}
+	tier->offsets[count] = tier->bytes;
+	if ((size_t)snprintf(tier->path, sizeof(tier->path), "%s/.%s", stage_dir, name) >=
+	    sizeof(tier->path)) {
+		nopfs_error("stage directory '%s' is too long", stage_dir);
+		tier->path[0] = '\0';
+		tier_fini(tier);
+		return NOPFS_ERR_RANGE;
+	}
+	status = tier_open_file(tier, &spec, stage_dir, name, 0, 0, NULL);
+	if (status != NOPFS_OK)
+		tier_fini(tier);
+	return status;
 }
 
 /* Binary search of @sample among positions [low, high) (sorted there). */

@@ -78,6 +78,18 @@ nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
 /* Unmap, close and remove every tier file and the directories made for them. */
 void tier_set_destroy(struct tier_set *set);
 
+/* The same for one tier (made by tier_set_create() or tier_create_listed()). */
+void tier_fini(struct tier *tier);
+
+/*
+ * A RAM tier outside the plan's tiers: the @count samples listed in
+ * @samples (their sizes in @sizes, indexed by sample), packed in that order,
+ * filled in that order, in the file "@stage_dir/.@name". Errors name it.
+ */
+nopfs_status tier_create_listed(struct tier *tier, const char *stage_dir, const char *name,
+                                const nopfs_sample_id *samples, const uint64_t *sizes,
+                                uint64_t count);
+
 /*
  * Write the SSD tier directories of @set, one a line, to @path (the runtime
  * directory's "ssd-dirs"): the job epilog removes them if the agent cannot.

@@ -60,6 +60,10 @@ struct node_figures {
 	bool kept;
 	struct count kept_counts[KEPT_COUNTS];
 	const char *kept_why; /* why it keeps nothing, or "" */
+	/* Its validation set ("val": --val-dataset; reports without it: none). */
+	bool val;
+	uint64_t val_samples, val_bytes, val_requests;
+	struct count val_ram, val_pfs, val_filled;
 };
 
 /* "kept", when the node reports it. */
@@ -77,6 +81,23 @@ static void read_kept(struct report_keys *keys, struct node_figures *f)
 		report_uint(keys, path, &f->kept_counts[k].bytes);
 	}
 	report_optional_string(keys, "kept.why", &f->kept_why);
+}
+
+/* "val", when the node reports it. */
+static void read_val(struct report_keys *keys, struct node_figures *f)
+{
+	f->val = json_object_get(keys->report, "val") != NULL;
+	if (!f->val)
+		return;
+	report_uint(keys, "val.samples", &f->val_samples);
+	report_uint(keys, "val.bytes", &f->val_bytes);
+	report_uint(keys, "val.requests", &f->val_requests);
+	report_uint(keys, "val.delivered.ram.samples", &f->val_ram.samples);
+	report_uint(keys, "val.delivered.ram.bytes", &f->val_ram.bytes);
+	report_uint(keys, "val.delivered.pfs.samples", &f->val_pfs.samples);
+	report_uint(keys, "val.delivered.pfs.bytes", &f->val_pfs.bytes);
+	report_uint(keys, "val.filled.samples", &f->val_filled.samples);
+	report_uint(keys, "val.filled.bytes", &f->val_filled.bytes);
 }
 
 /* "metadata", when the node reports it: totals and per rank. */
@@ -258,6 +279,7 @@ static bool read_node(json_t *report, size_t input, const char *name, struct nod
 	report_real(&keys, "stall.seconds", &f->stall_seconds);
 	report_real(&keys, "stall.max_seconds", &f->stall_max_seconds);
 	read_kept(&keys, f);
+	read_val(&keys, f);
 	if (!keys.ok || !read_delivered(&keys, f) || !read_fallbacks(&keys, f) ||
 	    !read_health(&keys, f) || !read_plans(&keys, f) || !read_metadata(&keys, f))
 		return false;
@@ -666,6 +688,52 @@ static int add_kept(json_t *merged, const struct node_figures *f, size_t count)
 }
 
 /*
+ * val: the validation set's reads over the nodes (requests, delivered from
+ * RAM and the PFS) and its PFS reads (pass reads plus fills), when any node
+ * has one; pfs_vs_union: the job's PFS bytes against S + S_val.
+ */
+static int add_val(json_t *merged, const struct node_figures *f, size_t count)
+{
+	struct count ram = { 0 }, pfs = { 0 }, filled = { 0 };
+	uint64_t requests = 0, bytes = 0, samples = 0, job_pfs = 0;
+	const char *dataset = NULL;
+	bool any = false;
+
+	for (size_t i = 0; i < count; i++) {
+		job_pfs += f[i].pfs_bytes - f[i].probe_bytes;
+		if (!f[i].val)
+			continue;
+		any = true;
+		samples = f[i].val_samples;
+		bytes = f[i].val_bytes;
+		requests += f[i].val_requests;
+		ram.samples += f[i].val_ram.samples;
+		ram.bytes += f[i].val_ram.bytes;
+		pfs.samples += f[i].val_pfs.samples;
+		pfs.bytes += f[i].val_pfs.bytes;
+		filled.samples += f[i].val_filled.samples;
+		filled.bytes += f[i].val_filled.bytes;
+		if (!dataset)
+			dataset = json_string_value(report_get(f[i].report, "val.dataset"));
+	}
+	if (!any)
+		return 0;
+	return json_object_set_new(
+	        merged, "val",
+	        json_pack("{s:s?, s:I, s:I, s:I, s:{s:o, s:o}, s:o, s:o, s:f}", "dataset", dataset,
+	                  "samples", (json_int_t)samples, "bytes", (json_int_t)bytes, "requests",
+	                  (json_int_t)requests, "delivered", "ram", count_json(&ram), "pfs",
+	                  count_json(&pfs), "filled", count_json(&filled), "pfs_bytes",
+	                  json_pack("{s:I, s:I}", "samples",
+	                            (json_int_t)(pfs.samples + filled.samples), "bytes",
+	                            (json_int_t)(pfs.bytes + filled.bytes)),
+	                  "pfs_vs_union",
+	                  f[0].dataset_bytes + bytes
+	                          ? (double)job_pfs / (double)(f[0].dataset_bytes + bytes)
+	                          : 0.0));
+}
+
+/*
  * nodes_expected, nodes_reported, nodes_missing, per_node, and replans: the
  * most later steps any node planned for.
  */
@@ -864,7 +932,7 @@ static json_t *build(const struct node_figures *f, size_t count, uint32_t expect
 	}
 	failed = add_nodes(merged, f, count, expected) | add_pfs_and_stall(merged, f, count) |
 	         add_delivered(merged, f, count) | add_metadata(merged, f, count) |
-	         add_kept(merged, f, count);
+	         add_kept(merged, f, count) | add_val(merged, f, count);
 	missing_problem(problems, json_object_get(merged, "nodes_missing"));
 	disagreement_problems(problems, f, count);
 	fallback_problems(problems, fallbacks, f, count);

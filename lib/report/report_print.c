@@ -34,6 +34,9 @@ struct summary {
 	uint64_t meta_changed, meta_passed_changed, meta_passed_absent;
 	const json_t *meta_per_rank; /* NULL: none */
 	bool kept; /* the nodes' kept caches ("kept"; reports without them: false) */
+	bool val;  /* a validation set ("val"; reports without one: false) */
+	uint64_t val_bytes, val_requests, val_ram, val_pfs_bytes;
+	double val_union;
 	uint64_t kept_nodes, kept_read, kept_read_bytes, kept_stale, kept_kept, kept_kept_bytes;
 };
 
@@ -93,6 +96,14 @@ static bool read_summary(const json_t *merged, const char *name, struct summary 
 		report_uint(&keys, "kept.stale.samples", &s->kept_stale);
 		report_uint(&keys, "kept.kept.samples", &s->kept_kept);
 		report_uint(&keys, "kept.kept.bytes", &s->kept_kept_bytes);
+	}
+	s->val = json_object_get(merged, "val") != NULL;
+	if (s->val) {
+		report_uint(&keys, "val.bytes", &s->val_bytes);
+		report_uint(&keys, "val.requests", &s->val_requests);
+		report_uint(&keys, "val.delivered.ram.samples", &s->val_ram);
+		report_uint(&keys, "val.pfs_bytes.bytes", &s->val_pfs_bytes);
+		report_real(&keys, "val.pfs_vs_union", &s->val_union);
 	}
 	if (!keys.ok)
 		return false;
@@ -260,6 +271,16 @@ nopfs_status nopfs_report_print_summary(const json_t *merged, FILE *out)
 		        s.dataset_bytes ? (double)s.kept_read_bytes / (double)s.dataset_bytes : 0.0,
 		        s.kept_stale, s.kept_kept,
 		        format_bytes(s.kept_kept_bytes, more, sizeof(more)));
+	if (s.val)
+		fprintf(out,
+		        "nopfs: validation set (%s): %" PRIu64 " reads, %.1f%% from the nodes' "
+		        "memory; PFS read for it %s = %.2f x its size; the job's PFS reads = %.2f "
+		        "x (dataset + validation set)\n",
+		        format_bytes(s.val_bytes, size, sizeof(size)), s.val_requests,
+		        s.val_requests ? 100.0 * (double)s.val_ram / (double)s.val_requests : 0.0,
+		        format_bytes(s.val_pfs_bytes, more, sizeof(more)),
+		        s.val_bytes ? (double)s.val_pfs_bytes / (double)s.val_bytes : 0.0,
+		        s.val_union);
 	print_metadata(&s, out);
 	if (s.replans)
 		fprintf(out,

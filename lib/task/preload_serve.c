@@ -54,6 +54,7 @@ static struct {
 	int meta_wait_ms; /* tasks started before the agent (--start=early): wait for "meta" */
 	char ready[NOPFS_CHANNEL_PATH_MAX + 8]; /* then: the agent's ready file, else "" */
 	char dataset[PATH_MAX];                 /* absolute */
+	char val_dataset[PATH_MAX];             /* absolute, "" when none (NOPFS_VAL_DATASET) */
 	char socket[NOPFS_CHANNEL_PATH_MAX];    /* "" when not set */
 } config;
 static pthread_once_t config_once = PTHREAD_ONCE_INIT;
@@ -211,27 +212,33 @@ static bool agent_serves(void)
 	return true;
 }
 
+/* @root made absolute against the working directory into @out; false when it does not fit. */
+static bool absolute_root(const char *root, char *out, size_t length)
+{
+	char cwd[PATH_MAX];
+
+	if (root[0] == '/')
+		return copy_string(root, out, length);
+	return getcwd(cwd, sizeof(cwd)) && snprintf(out, length, "%s/%s", cwd, root) < (int)length;
+}
+
 static void config_init(void)
 {
 	const char *disable = getenv(NOPFS_ENV_DISABLE);
 	const char *dataset = getenv(NOPFS_ENV_DATASET);
+	const char *val_dataset = getenv(NOPFS_ENV_VAL_DATASET);
 	const char *debug = getenv(NOPFS_ENV_DEBUG);
-	char cwd[PATH_MAX];
 	bool timeout_invalid;
 
 	config.debug = debug && !strcmp(debug, "1");
 	if (disable && !strcmp(disable, "1"))
 		return;
-	if (!dataset || !*dataset)
+	if (!dataset || !*dataset ||
+	    !absolute_root(dataset, config.dataset, sizeof(config.dataset)))
 		return;
-	if (dataset[0] == '/') {
-		if (!copy_string(dataset, config.dataset, sizeof(config.dataset)))
-			return;
-	} else if (!getcwd(cwd, sizeof(cwd)) ||
-	           snprintf(config.dataset, sizeof(config.dataset), "%s/%s", cwd, dataset) >=
-	                   (int)sizeof(config.dataset)) {
-		return;
-	}
+	if (!val_dataset || !*val_dataset ||
+	    !absolute_root(val_dataset, config.val_dataset, sizeof(config.val_dataset)))
+		config.val_dataset[0] = '\0';
 	if (!copy_string(getenv(NOPFS_ENV_SOCKET), config.socket, sizeof(config.socket)))
 		config.socket[0] = '\0';
 	open_stage_dir(getenv(NOPFS_ENV_STAGE_DIR));
@@ -247,6 +254,8 @@ static void config_init(void)
 	config.enabled = true;
 	if (timeout_invalid)
 		debug_log("$%s is not valid: using %d ms", NOPFS_ENV_TIMEOUT_MS, config.timeout_ms);
+	if (config.val_dataset[0])
+		debug_log("serving the validation set %s through the agent", config.val_dataset);
 	debug_log("serving %s (staging %s, agent %s, timeout %d ms)", config.dataset,
 	          stage.fd >= 0 ? stage.path : "none", config.socket[0] ? config.socket : "none",
 	          config.timeout_ms);
@@ -365,10 +374,14 @@ static bool copy_is_sound(const struct nopfs_wire_message *reply, int fd)
 	       (uint64_t)st.st_size == reply->u.sample.size;
 }
 
-/* One OPEN request under the lock: the agent's copy, or -1 with *counter set. */
-static int ask_agent_locked(const char *relative, int flags, uint64_t **counter)
+/*
+ * One OPEN request (@type: OPEN, or OPEN_VAL for the validation set) under
+ * the lock: the agent's copy, or -1 with *counter set.
+ */
+static int ask_agent_locked(nopfs_wire_type type, const char *relative, int flags,
+                            uint64_t **counter)
 {
-	struct nopfs_wire_message request = { .type = NOPFS_WIRE_OPEN };
+	struct nopfs_wire_message request = { .type = type };
 	struct nopfs_wire_message reply;
 	nopfs_status status;
 	const char *why;
@@ -417,8 +430,8 @@ static int ask_agent_locked(const char *relative, int flags, uint64_t **counter)
 	return fd;
 }
 
-/* The agent's copy of @relative, or -1 with *counter set. */
-static int ask_agent(const char *relative, int flags, uint64_t **counter)
+/* The agent's copy of @relative (in the dataset @type says), or -1 with *counter set. */
+static int ask_agent(nopfs_wire_type type, const char *relative, int flags, uint64_t **counter)
 {
 	int cancel_state;
 	int fd;
@@ -434,7 +447,7 @@ static int ask_agent(const char *relative, int flags, uint64_t **counter)
 	/* A cancelled thread must not leave the lock held. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
 	pthread_mutex_lock(&link_lock);
-	fd = ask_agent_locked(relative, flags, counter);
+	fd = ask_agent_locked(type, relative, flags, counter);
 	__atomic_store_n(&link_down_until_ms,
 	                 link_channel.socket < 0 ? link_channel.retry_at_ms : 0, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&link_lock);
@@ -448,6 +461,7 @@ int nopfs_preload_serve(int dirfd, const char *path, int flags)
 	char resolved[PATH_MAX];
 	char relative[PATH_MAX];
 	const char *absolute = path;
+	nopfs_wire_type type = NOPFS_WIRE_OPEN;
 	uint64_t *counter = NULL;
 	int fd;
 
@@ -463,10 +477,15 @@ int nopfs_preload_serve(int dirfd, const char *path, int flags)
 		absolute = resolved;
 	}
 	if (!nopfs_path_under_root(config.dataset, absolute, relative, sizeof(relative))) {
-		errno = saved_errno;
-		return -1;
+		/* the validation set: not staged, the agent keeps the node's share */
+		if (!config.val_dataset[0] || !nopfs_path_under_root(config.val_dataset, absolute,
+		                                                     relative, sizeof(relative))) {
+			errno = saved_errno;
+			return -1;
+		}
+		type = NOPFS_WIRE_OPEN_VAL;
 	}
-	fd = open_staged(relative, flags);
+	fd = type == NOPFS_WIRE_OPEN ? open_staged(relative, flags) : -1;
 	if (fd >= 0) {
 		count(&counts.staged);
 		goto out;
@@ -477,7 +496,7 @@ int nopfs_preload_serve(int dirfd, const char *path, int flags)
 		fd = -1;
 		goto out;
 	}
-	fd = ask_agent(relative, flags, &counter);
+	fd = ask_agent(type, relative, flags, &counter);
 	if (fd >= 0) {
 		count(&counts.agent);
 		goto out;

@@ -89,6 +89,7 @@ static bool length_fits_type(uint16_t type, uint32_t length, const char **why)
 		*why = "WELCOME payload is not 20 bytes";
 		return length == WELCOME_LENGTH;
 	case NOPFS_WIRE_OPEN:
+	case NOPFS_WIRE_OPEN_VAL:
 		*why = "OPEN payload length does not fit a path";
 		return length > OPEN_FIXED_LENGTH &&
 		       length <= OPEN_FIXED_LENGTH + NOPFS_WIRE_PATH_MAX;
@@ -130,6 +131,7 @@ static uint32_t payload_length(const struct nopfs_wire_message *message, bool *v
 	case NOPFS_WIRE_WELCOME:
 		return WELCOME_LENGTH;
 	case NOPFS_WIRE_OPEN:
+	case NOPFS_WIRE_OPEN_VAL:
 		if (message->u.open.path_length == 0 ||
 		    message->u.open.path_length > NOPFS_WIRE_PATH_MAX || !message->u.open.path ||
 		    memchr(message->u.open.path, '\0', message->u.open.path_length))
@@ -183,6 +185,7 @@ static void encode_payload(const struct nopfs_wire_message *message, uint8_t *p)
 		put_u32(p + 16, message->u.welcome.flags);
 		break;
 	case NOPFS_WIRE_OPEN:
+	case NOPFS_WIRE_OPEN_VAL:
 		put_u32(p, (uint32_t)message->u.open.rank);
 		put_u32(p + 4, message->u.open.path_length);
 		memcpy(p + 8, message->u.open.path, message->u.open.path_length);
@@ -288,6 +291,7 @@ static nopfs_status decode_payload(const uint8_t *p, uint32_t length, struct nop
 		m->u.welcome.flags = get_u32(p + 16);
 		return NOPFS_OK;
 	case NOPFS_WIRE_OPEN:
+	case NOPFS_WIRE_OPEN_VAL:
 		m->u.open.rank = (int32_t)get_u32(p);
 		m->u.open.path_length = get_u32(p + 4);
 		m->u.open.path = (const char *)p + 8;

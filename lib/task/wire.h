@@ -33,6 +33,8 @@ typedef enum nopfs_wire_type {
 	NOPFS_WIRE_RELEASE = 9,
 	NOPFS_WIRE_RING = 10,
 	NOPFS_WIRE_RING_FD = 11,
+	/* OPEN's layout, for a path under the validation set's root (NOPFS_VAL_DATASET) */
+	NOPFS_WIRE_OPEN_VAL = 12,
 } nopfs_wire_type;
 
 /* Where a served copy came from (SAMPLE.source, and the report's keys). */

@@ -73,6 +73,7 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_stage_ahead.py \
 	tests/agent/system/test_verify.py \
 	tests/agent/system/test_keep.py \
+	tests/agent/system/test_val.py \
 	tests/agent/system/test_ssd_full.py \
 	tests/agent/system/test_tmp_full.py \
 	tests/agent/system/test_memory_limit.py \

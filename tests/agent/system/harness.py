@@ -141,6 +141,8 @@ class Agent:
         for tier in tiers:
             cmd += ["--tier", tier]
         cmd += (["--verify"] if verify else []) + list(extra)
+        self.val_dataset = (list(extra)[list(extra).index("--val-dataset") + 1]
+                            if "--val-dataset" in extra else None)
         self.started = time.time()
         self.process = subprocess.Popen(cmd, env=env, stderr=stderr, text=bool(stderr))
         if wait:
@@ -164,6 +166,8 @@ class Agent:
         env = dict(os.environ)
         env.update({"LD_PRELOAD": PRELOAD, "NOPFS_SOCKET": os.path.join(self.runtime, "agent.sock"),
                     "NOPFS_STAGE_DIR": self.stage, "NOPFS_DATASET": self.ws.data})
+        if self.val_dataset:  # as the plugin sets it for a step with --nopfs-val-dataset
+            env["NOPFS_VAL_DATASET"] = self.val_dataset
         if rank is not None:
             env["RANK"] = str(rank)
         return env

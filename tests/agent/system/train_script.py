@@ -5,7 +5,10 @@ torchvision ImageFolder (raw bytes instead of decoded images, since the test
 files are random bytes) + DistributedSampler + DataLoader with workers. Prints
 one line per sample: epoch, index, label and the SHA-256 of the bytes read, so
 a test can compare every byte with the dataset's files. With --errors, a file
-that cannot be read prints "error:ERRNO-NAME" instead of its digest.
+that cannot be read prints "error:ERRNO-NAME" instead of its digest. With
+--val-data, every epoch ends with a pass over a validation set, as training
+scripts do: DistributedSampler(shuffle=False) (or, --val-all, the whole set on
+every rank); its lines read "val EPOCH INDEX LABEL DIGEST".
 """
 import argparse
 import errno
@@ -95,6 +98,9 @@ def main():
     parser.add_argument("--out", default="-", help="output file; %%r is the rank")
     parser.add_argument("--errors", action="store_true",
                         help="print a file's read error instead of failing")
+    parser.add_argument("--val-data", help="a validation set, read after every epoch")
+    parser.add_argument("--val-all", action="store_true",
+                        help="every rank reads the whole validation set")
     args = parser.parse_args()
 
     read = read_or_error if args.errors else read_bytes
@@ -107,6 +113,14 @@ def main():
     extra = {"prefetch_factor": 2} if args.workers else {}
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, **extra)
+    val_loader = None
+    if args.val_data:
+        val_set = Indexed(ImageFolder(args.val_data, loader=read, transform=Digest(),
+                                      is_valid_file=lambda p: p.endswith(".JPEG")))
+        val_sampler = None if args.val_all else DistributedSampler(
+            val_set, num_replicas=args.world_size, rank=args.rank, shuffle=False)
+        val_loader = DataLoader(val_set, batch_size=args.batch_size, sampler=val_sampler,
+                                shuffle=False, num_workers=args.workers, **extra)
     out_path = args.out.replace("%r", str(args.rank))
     out = sys.stdout if out_path == "-" else open(out_path, "w", buffering=1)
     start = time.time()
@@ -118,6 +132,9 @@ def main():
                 out.write(f"{epoch} {index} {label} {digest}\n")
             if args.sleep:
                 time.sleep(args.sleep)
+        for indices, labels, digests in val_loader or ():
+            for index, label, digest in zip(indices.tolist(), labels.tolist(), digests):
+                out.write(f"val {epoch} {index} {label} {digest}\n")
     out.flush()
     print(f"rank {args.rank}: {args.epochs} epochs in {time.time() - start:.2f} s",
           file=sys.stderr)
