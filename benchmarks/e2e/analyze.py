@@ -17,7 +17,9 @@ taken run by run (run K of each, which ran in the same round):
                epoch K that runs epochs K to E-1: its epoch 0 is K;
                optional "fast_pfs": true, a PFS that is not the bottleneck:
                nopfs's whole job is held to 1.02 x plain's instead of the
-               speed-up);
+               speed-up; optional "val_bytes", "val_samples": a validation
+               set read after every epoch (its batches are rows of that
+               epoch), whose bytes add to S in the PFS target and the fit);
   pfs.json     optional: {"bytes_read": N} measured by the emulated PFS for
                the run (the ground truth of PFS traffic);
   report.json  optional: nopfs's merged job report (nopfs runs).
@@ -117,6 +119,9 @@ def read_meta(regime_dir, config_dir):
         number_at(meta, path, key, int)
     if meta["epochs"] < 1 or meta["ranks"] < 1 or meta["samples"] < 1:
         raise InputError(f"{path}: epochs, samples and ranks must be at least 1")
+    for key in ("val_bytes", "val_samples"):
+        if key in meta:
+            number_at(meta, path, key, int)
     if "start_epoch" in meta:
         start = number_at(meta, path, "start_epoch", int)
         if not 0 <= start < meta["epochs"]:
@@ -233,7 +238,9 @@ class Run:
             self.warnings.append(f"epochs outside meta.json's {first} to "
                                  f"{meta['epochs'] - 1}: {extra}")
         ranks, samples = meta["ranks"], meta["samples"]
-        accepted = {-(-samples // ranks) * ranks, samples // ranks * ranks}
+        # a validation pass: DistributedSampler(shuffle=False), padded
+        val = -(-meta.get("val_samples", 0) // ranks) * ranks
+        accepted = {-(-samples // ranks) * ranks + val, samples // ranks * ranks + val}
         for e in sorted(self.epochs):
             got = self.epochs[e]["samples"]
             if got not in accepted:
@@ -280,8 +287,9 @@ class Run:
         return {key: value / total for key, value in counts.items()}
 
     def pfs_ratios(self):
-        """(x E*S, x S) of the PFS bytes, or (None, None)."""
-        S = self.meta["dataset_bytes"]
+        """(x E*S, x S) of the PFS bytes, or (None, None); S includes a
+        validation set's bytes."""
+        S = self.meta["dataset_bytes"] + self.meta.get("val_bytes", 0)
         E = self.meta["epochs"] - self.meta.get("start_epoch", 0)
         if self.pfs_bytes is None or S == 0:
             return None, None
@@ -383,7 +391,8 @@ def dataset_fits(runs):
             return meta["fits"], f"{meta['path']} says so"
         if "cache_bytes" in meta:
             cache = number_at(meta, meta["path"], "cache_bytes", int)
-            return meta["dataset_bytes"] <= cache, f"cache {format_bytes(cache)} per meta.json"
+            return (meta["dataset_bytes"] + meta.get("val_bytes", 0) <= cache,
+                    f"cache {format_bytes(cache)} per meta.json")
     for run in runs:
         if run.report is None or not isinstance(run.report.get("per_node"), list):
             continue
@@ -466,6 +475,9 @@ def regime_targets(regime, runs, fits, why):
             targets.append(at_most(regime, f"{name} epoch 0 <= {EPOCH0:.2f} x {plain.config} "
                                    "epoch 0", nopfs, plain, "epoch0", EPOCH0))
         what = f"{name} PFS bytes <= {PFS_BOUND:.2f} x S when the dataset fits"
+        if nopfs.meta.get("val_bytes"):
+            what = (f"{name} PFS bytes <= {PFS_BOUND:.2f} x (S + S_val) when both fit "
+                    "(S below: S + S_val)")
         _, x_s = nopfs.pfs_ratios()
         if fits is None:
             targets.append(Target(regime, what, f"n/a ({why})", None))
@@ -477,7 +489,7 @@ def regime_targets(regime, runs, fits, why):
         else:
             # The agents' self-benchmark reads a few MB per node once (an
             # admin's bench_cache keeps it for later jobs): not dataset traffic.
-            S = nopfs.meta["dataset_bytes"]
+            S = nopfs.meta["dataset_bytes"] + nopfs.meta.get("val_bytes", 0)
             less = nopfs.pfs_source == "pfs.json" and nopfs.probe_bytes
             spread = None
             if getattr(nopfs, "runs", None):
@@ -530,6 +542,7 @@ def print_regime(regime, out):
     fit_text = "unknown" if fits is None else ("yes" if fits else "no")
     print(f"== regime {regime.name}: {meta.get('kind', '?')}, "
           f"S = {format_bytes(meta['dataset_bytes'])} ({meta['samples']} samples), "
+          f"{'validation set S_val = %s (%d samples), ' % (format_bytes(meta['val_bytes']), meta['val_samples']) if meta.get('val_bytes') else ''}"
           f"E = {meta['epochs']}"
           f"{' resumed at epoch %d' % meta['start_epoch'] if meta.get('start_epoch') else ''}, "
           f"{meta['nodes']} nodes, {meta['ranks']} ranks"

@@ -14,7 +14,9 @@
 # (nopfs-unsaid: the agents find where the ranks read); the aggregate size
 # with 4 ranks per node instead of 2 (ranks4); and the aggregate size on a
 # PFS 10 times faster (fastpfs: --fast-pfs's options; the cluster restarts
-# for it), where the PFS is not the bottleneck. Then
+# for it), where the PFS is not the bottleneck; and the aggregate size with a
+# validation set an eighth of its size read after every epoch (trainval:
+# nopfs with --nopfs-val-dataset; the three nodes hold both). Then
 # benchmarks/e2e/analyze.py prints the table and the targets and plots. Each
 # configuration runs --repeat times (default 3), the configurations of a
 # regime in turn, round after round: the figures are medians with their
@@ -34,7 +36,7 @@ PYTHON=${NOPFS_PYTHON:-/usr/bin/python3}
 OUT=$PWD/e2e-results
 EPOCHS=3
 KINDS=imagenet,cosmoflow
-DEFAULT_REGIMES=node,aggregate,beyond,resumed,ranks4,fastpfs
+DEFAULT_REGIMES=node,aggregate,beyond,resumed,ranks4,fastpfs,trainval
 REGIMES=$DEFAULT_REGIMES
 # A PFS whose aggregate bandwidth barely grows with readers (per node: 20,
 # 12.5, 9.3 MiB/s with 1, 2, 3 nodes reading), 2 ms per operation, 1% of the
@@ -139,7 +141,8 @@ PY
 # workloads
 # ---------------------------------------------------------------------------
 # KIND: tier per node, batch size, compute per batch (s); the regimes' sizes
-# are 0.8, 2.4 and 4.8 times the tier of one node.
+# are 0.8, 2.4 and 4.8 times the tier of one node (trainval's validation set
+# 0.3 times: 2.7 in all, which the three nodes hold).
 workload() {
 	case $1 in
 	imagenet)
@@ -158,9 +161,11 @@ workload() {
 	node) SIZE_MB=$((TIER_MB * 8 / 10)) ;;
 	aggregate) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
 	beyond) SIZE_MB=$((TIER_MB * 48 / 10)) ;;
-	resumed | ranks4 | fastpfs) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
-	*) die "--regimes: '$2' is not node, aggregate, beyond, resumed, ranks4 or fastpfs" ;;
+	resumed | ranks4 | fastpfs | trainval) SIZE_MB=$((TIER_MB * 24 / 10)) ;;
+	*) die "--regimes: '$2' is not node, aggregate, beyond, resumed, ranks4, fastpfs or trainval" ;;
 	esac
+	VAL_MB=0
+	[[ $2 != trainval ]] || VAL_MB=$((TIER_MB * 3 / 10))
 	PER_NODE=2
 	[[ $2 != ranks4 ]] || PER_NODE=4
 	# the resumed job runs the last two epochs
@@ -168,12 +173,25 @@ workload() {
 	[[ $2 != resumed ]] || START=$((EPOCHS - 2))
 }
 
-# make_data KIND REGIME: DATA, INDEX (list kinds), DATA_BYTES, DATA_SAMPLES
+# make_data KIND REGIME: DATA, INDEX (list kinds), DATA_BYTES, DATA_SAMPLES; and
+# VAL, VAL_BYTES, VAL_SAMPLES (a validation set with VAL_MB, else VAL empty)
 make_data() {
 	local line
 	DATA=$E2E/data/$1-$2
 	INDEX=
-	rm -rf "$DATA"
+	VAL=
+	VAL_BYTES=0
+	VAL_SAMPLES=0
+	rm -rf "$DATA" "$DATA-val"
+	if ((VAL_MB > 0)); then
+		VAL=$DATA-val
+		line=$("$PYTHON" "$SRCDIR/contrib/make-dataset" "$VAL" --kind imagenet \
+			--total "${VAL_MB}M" --classes 5 --mean 110K --sd 30K | tail -n 1)
+		[[ $line =~ ,\ ([0-9]+)\ samples[^,]*,\ ([0-9]+)\ bytes ]] || die "make-dataset said: $line"
+		VAL_SAMPLES=${BASH_REMATCH[1]}
+		VAL_BYTES=${BASH_REMATCH[2]}
+		echo "# $1/$2: validation set of $VAL_SAMPLES samples, $VAL_BYTES bytes"
+	fi
 	if [[ $1 == imagenet ]]; then
 		line=$("$PYTHON" "$SRCDIR/contrib/make-dataset" "$DATA" --kind imagenet \
 			--total "${SIZE_MB}M" --classes 20 --mean 110K --sd 30K | tail -n 1)
@@ -204,12 +222,14 @@ run_config() {
 		--compute "$COMPUTE" --out "$dir/rank-%r.csv") ;;
 	esac
 	[[ -z $INDEX ]] || cmd+=(--index "$INDEX")
+	[[ -z $VAL ]] || cmd+=(--val-data "$VAL")
 	[[ $3 != *noio ]] || cmd+=(--synthetic)
 	((START == 0)) || cmd+=(--start-epoch "$START")
 	if [[ $3 == *nopfs || $3 == nopfs-unsaid ]]; then
 		nopfs=(--nopfs-dataset="$DATA" --nopfs-seed=42 --nopfs-epochs="$EPOCHS"
 			--nopfs-tiers="ram:${TIER_MB}M" --nopfs-report="$dir/report.json")
 		[[ -z $INDEX ]] || nopfs+=(--nopfs-index="list:$INDEX")
+		[[ -z $VAL ]] || nopfs+=(--nopfs-val-dataset="$VAL")
 		[[ $3 == nopfs-unsaid ]] || nopfs+=(--nopfs-start-epoch="$START")
 	fi
 	local mpi=()
@@ -223,9 +243,9 @@ run_config() {
 	printf '{"bytes_read": %d}\n' $((after - before)) >"$dir/pfs.json"
 	local fast=false
 	[[ $CLUSTER_PFS != "$FAST_PFS_OPTS" ]] || fast=true
-	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "start_epoch": %d, "nodes": 3, "ranks": %d, "kind": "%s", "regime": "%s", "cache_bytes": %d, "fast_pfs": %s, "pfs": "%s"}\n' \
+	printf '{"dataset_bytes": %d, "samples": %d, "epochs": %d, "start_epoch": %d, "nodes": 3, "ranks": %d, "kind": "%s", "regime": "%s", "cache_bytes": %d, "fast_pfs": %s, "pfs": "%s", "val_bytes": %d, "val_samples": %d}\n' \
 		"$DATA_BYTES" "$DATA_SAMPLES" "$EPOCHS" "$START" $((3 * PER_NODE)) "$1" "$2" \
-		$((3 * TIER_MB * 1048576)) "$fast" "$CLUSTER_PFS" >"$dir/meta.json"
+		$((3 * TIER_MB * 1048576)) "$fast" "$CLUSTER_PFS" "$VAL_BYTES" "$VAL_SAMPLES" >"$dir/meta.json"
 	mkdir -p "$(dirname "$OUT/$1-$2/$name")"
 	rm -rf "${OUT:?}/$1-$2/$name"
 	cp -r "$dir" "$OUT/$1-$2/$name"
@@ -268,7 +288,7 @@ for kind in "${kinds[@]}"; do
 				run_config "$kind" "$regime" "$config" "$round" || failed=1
 			done
 		done
-		rm -rf "$DATA"
+		rm -rf "$DATA" "$DATA-val"
 	done
 done
 

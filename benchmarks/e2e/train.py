@@ -28,6 +28,11 @@ t_request: the loop asks for the batch (for batch 0 before the epoch's
 iterator is made, so epoch time includes starting the workers); t_ready: the
 batch is there; t_done: after the compute sleep. Absolute time.time() seconds.
 At the end, one line per rank on stderr: epochs, time, samples, bytes.
+
+With --val-data DIR (an ImageFolder), every epoch ends with a pass over that
+validation set, as training scripts do: DistributedSampler(shuffle=False),
+no set_epoch, compute a third of a training batch's (forward only); its
+batches are rows of the same epoch, numbered on after the training ones.
 """
 import argparse
 import importlib
@@ -131,11 +136,42 @@ def parse_list(list_path, root):
     return samples
 
 
+def synthetic(dataset, what):
+    """@dataset read from memory: the no-I/O bound."""
+    sizes = {}
+    for path, _label in dataset.samples:
+        try:
+            sizes[path] = os.stat(path).st_size
+        except OSError as e:
+            raise Failure(f"--synthetic: cannot stat {what} sample {path}: {e.strerror}")
+    dataset.loader = SyntheticBytes(sizes)
+
+
+def image_folder(root, option):
+    """The ImageFolder at @root (given as @option)."""
+    from torchvision.datasets import ImageFolder
+
+    if not os.path.isdir(root):
+        raise Failure(f"{option} {root}: not a directory")
+    try:
+        return ImageFolder(root, loader=read_file, transform=summarize, is_valid_file=is_sample)
+    except (FileNotFoundError, RuntimeError) as e:
+        raise Failure(f"{option} {root}: not an ImageFolder dataset of .JPEG files ({e})")
+
+
+def make_val_dataset(args):
+    """The validation set, or None."""
+    if not args.val_data:
+        return None
+    dataset = image_folder(args.val_data, "--val-data")
+    if args.synthetic:
+        synthetic(dataset, "validation")
+    return dataset
+
+
 def make_dataset(args):
     """The dataset (torch Dataset of ((length, checksum), label)), plain or
     synthetic."""
-    from torchvision.datasets import ImageFolder
-
     if args.index:
         root = args.data if args.data else os.path.dirname(os.path.abspath(args.index))
         if not os.path.isdir(root):
@@ -145,21 +181,9 @@ def make_dataset(args):
         if not os.path.isfile(first):
             raise Failure(f"--index {args.index}: its first sample {first} is not a file")
     else:
-        if not os.path.isdir(args.data):
-            raise Failure(f"--data {args.data}: not a directory")
-        try:
-            dataset = ImageFolder(args.data, loader=read_file, transform=summarize,
-                                  is_valid_file=is_sample)
-        except (FileNotFoundError, RuntimeError) as e:
-            raise Failure(f"--data {args.data}: not an ImageFolder dataset of .JPEG files ({e})")
+        dataset = image_folder(args.data, "--data")
     if args.synthetic:
-        sizes = {}
-        for path, _label in dataset.samples:
-            try:
-                sizes[path] = os.stat(path).st_size
-            except OSError as e:
-                raise Failure(f"--synthetic: cannot stat sample {path}: {e.strerror}")
-        dataset.loader = SyntheticBytes(sizes)
+        synthetic(dataset, "training")
     return dataset
 
 
@@ -203,6 +227,8 @@ def parse_arguments(argv):
                         help="default: WORLD_SIZE or SLURM_NTASKS, else 1")
     parser.add_argument("--out", default="-",
                         help="per-batch CSV; %%r is the rank; - is stdout (default)")
+    parser.add_argument("--val-data", help="a validation set (ImageFolder) read after every "
+                        "epoch")
     args = parser.parse_args(argv)
     try:
         if args.rank is None:
@@ -239,6 +265,8 @@ def parse_arguments(argv):
             raise Failure(f"--data {args.data}: not a directory")
         if args.index and not os.path.isfile(args.index):
             raise Failure(f"--index {args.index}: not a file")
+        if args.val_data and not os.path.isdir(args.val_data):
+            raise Failure(f"--val-data {args.val_data}: not a directory")
     except Failure as e:
         print(f"{PROGRAM}: rank {args.rank}: error: {e}", file=sys.stderr)
         sys.exit(1)
@@ -255,7 +283,7 @@ def open_output(pattern, rank):
         raise Failure(f"--out {path}: {e.strerror}")
 
 
-def train(args, dataset, out):
+def train(args, dataset, out, val_dataset=None):
     """The epochs: returns (samples, bytes, checksum) over all of them."""
     from torch.utils.data import DataLoader, DistributedSampler
 
@@ -267,26 +295,33 @@ def train(args, dataset, out):
         options["persistent_workers"] = args.persistent_workers
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, collate_fn=collate, **options)
-    rank, compute = args.rank, args.compute
+    passes = [(loader, args.compute)]
+    if val_dataset is not None:
+        val_sampler = DistributedSampler(val_dataset, num_replicas=args.world_size,
+                                         rank=args.rank, shuffle=False)
+        passes.append((DataLoader(val_dataset, batch_size=args.batch_size, sampler=val_sampler,
+                                  num_workers=args.workers, collate_fn=collate, **options),
+                       args.compute / 3))
+    rank = args.rank
     samples = total = check = 0
     out.write(CSV_HEADER)
     for epoch in range(args.start_epoch, args.epochs):
         sampler.set_epoch(epoch)
-        t_request = time.time()
-        batches = iter(loader)
         batch = 0
-        for count, size, checksum in batches:
-            t_ready = time.time()
-            if compute:
-                time.sleep(compute)
-            t_done = time.time()
-            out.write(f"{rank},{epoch},{batch},{count},{size},"
-                      f"{t_request:.6f},{t_ready:.6f},{t_done:.6f}\n")
-            samples += count
-            total += size
-            check = (check + checksum) & MASK64
-            batch += 1
+        for pass_loader, compute in passes:
             t_request = time.time()
+            for count, size, checksum in iter(pass_loader):
+                t_ready = time.time()
+                if compute:
+                    time.sleep(compute)
+                t_done = time.time()
+                out.write(f"{rank},{epoch},{batch},{count},{size},"
+                          f"{t_request:.6f},{t_ready:.6f},{t_done:.6f}\n")
+                samples += count
+                total += size
+                check = (check + checksum) & MASK64
+                batch += 1
+                t_request = time.time()
         out.flush()
     return samples, total, check
 
@@ -301,11 +336,12 @@ def main(argv=None):
         except ImportError as e:
             raise Failure(f"{e}: this script needs PyTorch and torchvision")
         dataset = make_dataset(args)
+        val_dataset = make_val_dataset(args)
         out = open_output(args.out, args.rank)
         setup = time.time() - started
         start = time.time()
         try:
-            samples, total, check = train(args, dataset, out)
+            samples, total, check = train(args, dataset, out, val_dataset)
         except OSError as e:
             # from a worker, the message ends with the original exception
             lines = [line for line in str(e).splitlines() if line.strip()]

@@ -145,11 +145,25 @@ cmp -s <(grep -v '^rank' "$work/resumed/rank-0.csv" | cut -d, -f2-5) \
 	<(grep -v '^rank' "$results/imagenet/plain/rank-0.csv" | awk -F, '$2 >= 1' | cut -d, -f2-5) ||
 	fail "train.py --start-epoch 1: epochs 1 and 2 differ from those of a whole run"
 
+# A validation pass after every epoch: 11 samples padded to 12 (each rank 6),
+# in index order (no shuffling), rows of the epoch numbered on.
+"$python" "$make_dataset" "$work/val" --samples 11 --classes 2 --mean 3K --sd 1K --seed 9 \
+	>/dev/null 2>&1 || fail "make-dataset of the validation set failed"
+run_ranks "$work/trainval" --data "$imagenet" --batch-size 8 --workers 1 --val-data "$work/val"
+for epoch in 0 1 2; do
+	got=$(awk -F, -v e=$epoch '$2 == e { s += $4 } END { print s }' "$work"/trainval/rank-*.csv)
+	[ "$got" = 216 ] || fail "train.py --val-data: epoch $epoch read $got samples, not 204 + 12"
+done
+cmp -s <(grep -v '^rank' "$work/trainval/rank-0.csv" | awk -F, '$3 < 13' | cut -d, -f2-5) \
+	<(grep -v '^rank' "$results/imagenet/plain/rank-0.csv" | cut -d, -f2-5) ||
+	fail "train.py --val-data: the training batches differ from those of a run without it"
+
 # Bad arguments and a missing dataset: a message, no traceback, non-zero.
 for bad in "--data $work/none:--data" "--index $work/none.txt:--index" \
 	"--data $imagenet --start-epoch 3:--start-epoch" \
 	"--data $imagenet --rank 2:--rank" "--data $imagenet --epochs 0:--epochs" \
-	"--data $cosmo:--data" "--data $imagenet --workers 0 --persistent-workers:--persistent"; do
+	"--data $cosmo:--data" "--data $imagenet --workers 0 --persistent-workers:--persistent" \
+	"--data $imagenet --val-data $work/none:--val-data"; do
 	read -r -a flags <<<"${bad%%:*}"
 	if "$python" "$train" "${flags[@]}" --out "$work/bad-%r.csv" >"$work/train.out" 2>&1; then
 		fail "train.py ${bad%%:*} succeeded"
@@ -258,6 +272,11 @@ for k in 1 2 3; do
 	echo "{\"bytes_read\": $((792 + 8 * k))}" >"$repeated/nopfs/run-$k/pfs.json"
 done
 
+# a validation set read every epoch: its samples in each epoch's count, its
+# bytes with S in the PFS target (720 + 80 bytes, 6 + 2 samples)
+cp -r "$calc" "$results/trainval"
+epochs=2 meta "$results/trainval" calc 720 6 ', "fits": true, "val_bytes": 80, "val_samples": 2'
+
 # a PFS that is not the bottleneck: the whole job against plain's, no speed-up asked
 cp -r "$calc" "$results/fast"
 epochs=2 meta "$results/fast" calc 800 8 ', "fits": true, "fast_pfs": true, "pfs": "--bandwidth 200M"'
@@ -287,11 +306,13 @@ for line in "== regime calc: calc, S = 800 B (8 samples), E = 2, 1 nodes, 2 rank
 	"target nopfs epoch 0 <= 1.00 x plain epoch 0 : measured 0.667 x (2.000 s vs 3.000 s) [runs 0.667-0.667] : met" \
 	"target nopfs PFS bytes <= 1.02 x S when the dataset fits : measured 1.010 x S (pfs.json; fits: $repeated/plain/run-1/meta.json says so) [runs 1.000-1.020] : met" \
 	"== regime fast: calc, S = 800 B (8 samples), E = 2, 1 nodes, 2 ranks; PFS --bandwidth 200M (the fast one); dataset fits: yes" \
-	"target nopfs total <= 1.02 x plain total (fast PFS) : measured 0.566 x (3.000 s vs 5.300 s) : met"; do
+	"target nopfs total <= 1.02 x plain total (fast PFS) : measured 0.566 x (3.000 s vs 5.300 s) : met" \
+	"== regime trainval: calc, S = 720 B (6 samples), validation set S_val = 80 B (2 samples), E = 2" \
+	"target nopfs PFS bytes <= 1.02 x (S + S_val) when both fit (S below: S + S_val) : measured 1.010 x S (pfs.json; fits: $results/trainval/meta.json says so) : met"; do
 	expect_in "$work/analyze.out" "$line"
 done
-[ "$(grep -c '^target .* : measured .* : \(met\|NOT met\|n/a\)$' "$work/analyze.out")" -eq 20 ] ||
-	fail "analyze.py did not print 20 targets"
+[ "$(grep -c '^target .* : measured .* : \(met\|NOT met\|n/a\)$' "$work/analyze.out")" -eq 24 ] ||
+	fail "analyze.py did not print 24 targets"
 for config in plain nopfs noio; do
 	grep -q "^$config " "$work/analyze.out" || fail "no table row for $config"
 done

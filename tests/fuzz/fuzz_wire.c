@@ -16,6 +16,7 @@ static const char *text_of(const struct nopfs_wire_message *m, uint32_t *length)
 {
 	switch (m->type) {
 	case NOPFS_WIRE_OPEN:
+	case NOPFS_WIRE_OPEN_VAL:
 		*length = m->u.open.path_length;
 		return m->u.open.path;
 	case NOPFS_WIRE_STATS_TEXT:
