@@ -1,7 +1,7 @@
 # tests/cluster: the real thing on the test cluster (contrib/cluster), one
-# test at a time: srun, sbatch, PMIx, several nodes, clean-up, the kept
-# caches' prolog and limits, faults of the PFS, the quick end-to-end
-# benchmark, the examples of contrib/examples.
+# test at a time: srun, sbatch, PMIx, several nodes, clean-up, validation
+# sets' task environment, the kept caches' prolog and limits, faults of the
+# PFS, the quick end-to-end benchmark, the examples of contrib/examples.
 
 check_PROGRAMS += tests/cluster/pmix_probe
 tests_cluster_pmix_probe_SOURCES = \
@@ -17,12 +17,14 @@ CLUSTER_TESTS = \
 	tests/cluster/test_multinode.sh \
 	tests/cluster/test_multinode_broken_peer.sh \
 	tests/cluster/test_spank_bad_input.sh \
+	tests/cluster/test_spank_val.sh \
 	tests/cluster/test_spank_srun.sh \
 	tests/cluster/test_spank_sbatch.sh \
 	tests/cluster/test_spank_replan.sh \
 	tests/cluster/test_spank_cleanup.sh \
 	tests/cluster/test_spank_keep.sh \
 	tests/cluster/test_keep_jobs.sh \
+	tests/cluster/test_val_job.sh \
 	tests/cluster/test_security.sh \
 	tests/cluster/test_faults.sh \
 	tests/cluster/test_pfs_spikes.sh \
@@ -51,12 +53,14 @@ tests/cluster/test_pmix_bootstrap.log: tests/cluster/test_cluster_smoke.log
 tests/cluster/test_multinode.log: tests/cluster/test_pmix_bootstrap.log
 tests/cluster/test_multinode_broken_peer.log: tests/cluster/test_multinode.log
 tests/cluster/test_spank_bad_input.log: tests/cluster/test_multinode_broken_peer.log
-tests/cluster/test_spank_srun.log: tests/cluster/test_spank_bad_input.log
+tests/cluster/test_spank_val.log: tests/cluster/test_spank_bad_input.log
+tests/cluster/test_spank_srun.log: tests/cluster/test_spank_val.log
 tests/cluster/test_spank_sbatch.log: tests/cluster/test_spank_srun.log
 tests/cluster/test_spank_cleanup.log: tests/cluster/test_spank_sbatch.log
 tests/cluster/test_spank_keep.log: tests/cluster/test_spank_cleanup.log
 tests/cluster/test_keep_jobs.log: tests/cluster/test_spank_keep.log
-tests/cluster/test_security.log: tests/cluster/test_keep_jobs.log
+tests/cluster/test_val_job.log: tests/cluster/test_keep_jobs.log
+tests/cluster/test_security.log: tests/cluster/test_val_job.log
 tests/cluster/test_faults.log: tests/cluster/test_security.log
 tests/cluster/test_pfs_spikes.log: tests/cluster/test_faults.log
 tests/cluster/test_spank_early.log: tests/cluster/test_pfs_spikes.log
