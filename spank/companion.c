@@ -20,7 +20,8 @@
 #include "plugin.h"
 #include "task/runtime.h"
 
-#define ARGS_MAX  80
+/* build_command() adds at most 79 arguments and NULL (TIERS_MAX tiers, every option): room left */
+#define ARGS_MAX  96
 #define TIERS_MAX 8
 /* How many times the agent step is started when it asks to be started again */
 #define STEP_ATTEMPTS 3
@@ -316,6 +317,15 @@ static void build_command(uint32_t job, const struct step_layout *layout, uid_t 
 		add(c, "--verbose");
 	if (r->verify)
 		add(c, "--verify");
+	/*
+	 * Only here, at the agents' start: a later step's description
+	 * (companion_plan()) carries no validation set, and a later step with
+	 * another one reads it from the PFS (tasks.c).
+	 */
+	if (r->val_dataset[0])
+		add_option(c, "--val-dataset", r->val_dataset);
+	if (r->val_dataset[0] && r->val_all)
+		add_option(c, "--val-sampler", "all");
 	tier_count = tier_arguments(r->tiers[0] ? r->tiers : nopfs_config.tiers, c);
 	for (int i = 0; i < tier_count; i++)
 		add_option(c, "--tier", c->tiers[i]);

@@ -330,6 +330,9 @@ static void publish_for_tasks(uint32_t job, bool launched)
 	                 (launched ? NOPFS_TASKS_LAUNCH : 0),
 	         nopfs_request.dataset);
 	setenv(NOPFS_SPANK_TASKS, value, 1);
+	/* resolved here, in srun's working directory, as the dataset is */
+	if (nopfs_request.val_dataset[0])
+		setenv(NOPFS_SPANK_VAL_DATASET, nopfs_request.val_dataset, 1);
 }
 
 int launch_agents(spank_t sp)
@@ -371,7 +374,9 @@ int launch_agents(spank_t sp)
 		           job);
 		return 0;
 	}
-	unsetenv(NOPFS_SPANK_PLAN); /* set for this step's tasks only, never inherited */
+	/* set for this step's tasks only, never inherited */
+	unsetenv(NOPFS_SPANK_PLAN);
+	unsetenv(NOPFS_SPANK_VAL_DATASET);
 	if (found)
 		describe_to_agents(step, submit_line, agent_nodes, &layout);
 	else
@@ -400,6 +405,7 @@ int launch_agents_for_batch(spank_t sp)
 
 	/* paths as typed to sbatch: relative ones are left to the first srun to resolve */
 	if (!nopfs_request.active || nopfs_request.dataset[0] != '/' ||
+	    (nopfs_request.val_dataset[0] && nopfs_request.val_dataset[0] != '/') ||
 	    (nopfs_request.report[0] && nopfs_request.report[0] != '/') ||
 	    strncmp(nopfs_request.index, "list:", 5) == 0 ||
 	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS ||

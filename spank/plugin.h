@@ -25,6 +25,13 @@
 #define NOPFS_TASKS_EARLY   2u /* --nopfs-start=early */
 #define NOPFS_TASKS_LAUNCH  4u /* this step started the agents: its tasks are plan 0's */
 /*
+ * Set with it when the step reads a validation set (--nopfs-val-dataset):
+ * its root as srun resolved it, for the tasks' NOPFS_VAL_DATASET. A variable
+ * of its own: a path may hold any byte but '\0', so it cannot be one more
+ * field of NOPFS_SPANK_TASKS.
+ */
+#define NOPFS_SPANK_VAL_DATASET "NOPFS_SPANK_VAL_DATASET"
+/*
  * Set with it when the job's agents plan for other options than the step's
  * and are to re-plan for it: the plan's generation (the step id + 1), then
  * for each of the agent's arguments, NOPFS_PLAN_SEPARATOR and the argument.
@@ -68,6 +75,7 @@ struct spank_request {
 	bool active;    /* --nopfs-dataset given */
 	bool given[32]; /* by option (user_options.c) */
 	char dataset[PATH_MAX];
+	char val_dataset[PATH_MAX]; /* --nopfs-val-dataset, like dataset; "": none */
 	uint64_t seed;
 	uint32_t epochs;
 	uint32_t start_epoch;  /* a resumed job's first epoch */
@@ -83,7 +91,8 @@ struct spank_request {
 	bool set_epoch; /* false: every epoch in epoch 0's order */
 	bool drop_last;
 	bool verbose;
-	bool keep; /* --nopfs-keep=yes: the agents keep their caches under cache_base */
+	bool keep;    /* --nopfs-keep=yes: the agents keep their caches under cache_base */
+	bool val_all; /* --nopfs-val-sampler=all: every rank reads the whole validation set */
 };
 
 extern struct spank_config nopfs_config;

@@ -6,6 +6,8 @@
  * warning per node. A later step's description (NOPFS_SPANK_PLAN) goes to
  * the agent as a file in its runtime directory, and the tasks wait (bounded)
  * for it to plan for the step; if it does not, they are served all the same.
+ * A step's validation set is given to the tasks only when the agent was
+ * started with it (the description of a later step carries none).
  * The agent's directories are named with the job's token, read from the
  * agent process's own environment; every file is checked to be the job
  * user's before it is believed. Nothing here uses root's privileges: files
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/atomic_file.h"
@@ -31,6 +34,8 @@
  */
 #define AGENT_MISSING_SECONDS 25
 #define ENVIRON_MAX           (1 << 20) /* of an agent process, read for its token */
+/* Of an agent's command line, read for its --val-dataset: three paths come first */
+#define CMDLINE_MAX (3 * PATH_MAX + 4096)
 
 /* This node's agent of the job: its process and its private directories. */
 struct node_agent {
@@ -327,11 +332,13 @@ static char *take_plan(spank_t sp)
 
 /*
  * The tasks' environment: the agent's socket and stage directory, the
- * interposer, and the plan generation the step is served under (@generation,
+ * interposer, the validation set's root (@val_dataset, NULL: none, the
+ * variable removed so that no value of the user's names a set the agents do
+ * not know), and the plan generation the step is served under (@generation,
  * -1: none, the variable removed so that no value of the user's stands).
  */
 static int set_task_env(spank_t sp, const struct node_agent *agent, bool preload, bool early,
-                        const char *dataset, long long generation)
+                        const char *dataset, const char *val_dataset, long long generation)
 {
 	char value[PATH_MAX + 4096], current[4096];
 
@@ -352,6 +359,10 @@ static int set_task_env(spank_t sp, const struct node_agent *agent, bool preload
 	spank_setenv(sp, NOPFS_ENV_SOCKET, value, 1);
 	spank_setenv(sp, NOPFS_ENV_STAGE_DIR, agent->stage, 1);
 	spank_setenv(sp, NOPFS_ENV_DATASET, dataset, 1);
+	if (val_dataset)
+		spank_setenv(sp, NOPFS_ENV_VAL_DATASET, val_dataset, 1);
+	else
+		spank_unsetenv(sp, NOPFS_ENV_VAL_DATASET);
 	if (!preload)
 		return 0;
 	if (spank_getenv(sp, "LD_PRELOAD", current, sizeof(current)) == ESPANK_SUCCESS &&
@@ -379,12 +390,92 @@ static bool step_uses_nopfs(spank_t sp)
 	return rc == ESPANK_SUCCESS || rc == ESPANK_NOSPACE;
 }
 
+/*
+ * The validation set's root for the tasks, or NULL. As for the dataset,
+ * whether the step reads one is its own option (--nopfs-val-dataset, or
+ * SLURM_NOPFS_VAL_DATASET, which srun applied itself): a
+ * NOPFS_SPANK_VAL_DATASET alone is ignored. The root is the launching
+ * srun's, resolved in its working directory (@val, read as spank_getenv()
+ * said in @rc). A missing or malformed one is left out, with a message: the
+ * tasks then read the validation set from the PFS themselves.
+ */
+static const char *val_dataset_for_tasks(spank_t sp, spank_err_t rc, const char *val,
+                                         const char *host)
+{
+	char option[16];
+	spank_err_t given;
+
+	if (!nopfs_request.val_dataset[0]) {
+		given = spank_getenv(sp, "SLURM_NOPFS_VAL_DATASET", option, sizeof(option));
+		if (given != ESPANK_SUCCESS && given != ESPANK_NOSPACE)
+			return NULL;
+	}
+	if (rc == ESPANK_SUCCESS && val[0] == '/')
+		return val;
+	if (rc == ESPANK_SUCCESS)
+		user_error("malformed %s='%.200s': tasks on %s read the validation set from the "
+		           "PFS directly",
+		           NOPFS_SPANK_VAL_DATASET, val, host);
+	else
+		user_error("cannot read %s (%s): tasks on %s read the validation set from the PFS "
+		           "directly",
+		           NOPFS_SPANK_VAL_DATASET, spank_strerror(rc), host);
+	return NULL;
+}
+
+/*
+ * Does this node's agent keep the validation set @val? Its --val-dataset,
+ * given when it started, must name the same directory (the batch step gives
+ * it as typed, srun resolved). The agents serve a validation set by paths
+ * relative to their own root: tasks with another root would be given the
+ * samples of the agents' set that have the same relative paths.
+ */
+static bool agent_keeps_val_set(const struct node_agent *agent, const char *val)
+{
+	char path[64], *cmdline = malloc(CMDLINE_MAX);
+	size_t length = 0;
+	struct stat ours, theirs;
+	bool same = false;
+	ssize_t got = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)agent->pid);
+	fd = cmdline ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	while (fd >= 0 && length < CMDLINE_MAX - 1 &&
+	       ((got = read(fd, cmdline + length, CMDLINE_MAX - 1 - length)) > 0 ||
+	        (got < 0 && errno == EINTR)))
+		length += got > 0 ? (size_t)got : 0;
+	if (fd >= 0)
+		close(fd);
+	if (cmdline) {
+		/* a full buffer may end in the middle of an argument: that one is left out */
+		if (length == CMDLINE_MAX - 1)
+			while (length > 0 && cmdline[length - 1] != '\0')
+				length--;
+		cmdline[length] = '\0';
+	}
+	for (size_t at = 0; cmdline && at < length; at += strlen(cmdline + at) + 1) {
+		const char *next = cmdline + at + strlen(cmdline + at) + 1;
+
+		if (strcmp(cmdline + at, "--val-dataset") == 0 && next < cmdline + length) {
+			same = stat(next, &theirs) == 0 && stat(val, &ours) == 0 &&
+			       theirs.st_dev == ours.st_dev && theirs.st_ino == ours.st_ino;
+			break;
+		}
+	}
+	free(cmdline);
+	return same;
+}
+
 int tasks_prepare(spank_t sp)
 {
 	char word[PATH_MAX + 64], host[256] = "this node", why[PATH_MAX + 192] = "", *plan;
+	char val[PATH_MAX] = "";
 	struct node_agent agent = { .pid = 0 };
 	long long generation = -1; /* the plan the agents serve this step's tasks under */
+	const char *val_dataset;
 	unsigned int job, flags;
+	spank_err_t val_rc;
 	bool early;
 	int consumed = 0, rc = 0, fd;
 
@@ -392,6 +483,8 @@ int tasks_prepare(spank_t sp)
 		return 0;
 	spank_unsetenv(sp, NOPFS_SPANK_TASKS);
 	plan = take_plan(sp);
+	val_rc = spank_getenv(sp, NOPFS_SPANK_VAL_DATASET, val, sizeof(val));
+	spank_unsetenv(sp, NOPFS_SPANK_VAL_DATASET); /* not for the tasks */
 	if (!step_uses_nopfs(sp))
 		goto out;
 	if (sscanf(word, "%u:%u:%n", &job, &flags, &consumed) != 2 || consumed == 0 ||
@@ -402,6 +495,7 @@ int tasks_prepare(spank_t sp)
 		goto out;
 	}
 	gethostname(host, sizeof(host));
+	val_dataset = val_dataset_for_tasks(sp, val_rc, val, host);
 	/* a step the agents re-plan for waits for that: early only at the job's start */
 	early = (flags & NOPFS_TASKS_EARLY) && !plan;
 	if (wait_ready(&agent, nopfs_config.ready_timeout, early, why, sizeof(why)) != 0) {
@@ -422,8 +516,14 @@ int tasks_prepare(spank_t sp)
 		generation = replan(&agent, nopfs_config.ready_timeout, host, plan);
 	else if (flags & NOPFS_TASKS_LAUNCH)
 		generation = 0; /* the agents' first plan is this step's */
+	if (val_dataset && !agent_keeps_val_set(&agent, val_dataset)) {
+		user_error("the agent of job %u on %s keeps no validation set %s (the agents take "
+		           "it when they start): tasks there read it from the PFS directly",
+		           job, host, val_dataset);
+		val_dataset = NULL;
+	}
 	rc = set_task_env(sp, &agent, flags & NOPFS_TASKS_PRELOAD, early, word + consumed,
-	                  generation);
+	                  val_dataset, generation);
 out:
 	free(plan);
 	return rc;

@@ -35,6 +35,8 @@ enum option_id {
 	OPT_START,
 	OPT_SET_EPOCH,
 	OPT_KEEP,
+	OPT_VAL_DATASET,
+	OPT_VAL_SAMPLER,
 	OPT_COUNT
 };
 
@@ -47,7 +49,8 @@ static const char *const env_names[OPT_COUNT] = {
 	"SLURM_NOPFS_PRELOAD",      "SLURM_NOPFS_SHUFFLE", "SLURM_NOPFS_DROP_LAST",
 	"SLURM_NOPFS_VERBOSE",      "SLURM_NOPFS_PLAN",    "SLURM_NOPFS_START_EPOCH",
 	"SLURM_NOPFS_START_SAMPLE", "SLURM_NOPFS_VERIFY",  "SLURM_NOPFS_START",
-	"SLURM_NOPFS_SET_EPOCH",    "SLURM_NOPFS_KEEP",
+	"SLURM_NOPFS_SET_EPOCH",    "SLURM_NOPFS_KEEP",    "SLURM_NOPFS_VAL_DATASET",
+	"SLURM_NOPFS_VAL_SAMPLER",
 };
 
 static int option_cb(int val, const char *optarg, int remote);
@@ -104,6 +107,14 @@ static struct spank_option options[OPT_COUNT + 1] = {
 	  "nopfs: keep what the agents staged on each node for your next job on the same dataset "
 	  "(the cluster's plugstack.conf cache_base; default no)",
 	  1, OPT_KEEP, option_cb },
+	{ "nopfs-val-dataset", "DIR",
+	  "nopfs: the validation set's root as the script names it, read after every epoch: "
+	  "each node keeps its ranks' share after the first pass",
+	  1, OPT_VAL_DATASET, option_cb },
+	{ "nopfs-val-sampler", "distributed|all",
+	  "nopfs: how the script reads the validation set: DistributedSampler(shuffle=False), "
+	  "each rank its share (distributed, the default), or every rank all of it (all)",
+	  1, OPT_VAL_SAMPLER, option_cb },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -306,6 +317,23 @@ static int apply(enum option_id id, const char *value, bool from_env, int remote
 		}
 		r->active = true;
 		break;
+	case OPT_VAL_DATASET:
+		/* as --nopfs-dataset: srun resolves it, slurmstepd keeps it as typed */
+		if (remote) {
+			snprintf(r->val_dataset, sizeof(r->val_dataset), "%s", value);
+		} else {
+			if (check_dataset(what, value, resolved) != 0)
+				return -1;
+			strcpy(r->val_dataset, resolved);
+		}
+		break;
+	case OPT_VAL_SAMPLER:
+		if (strcmp(value, "distributed") != 0 && strcmp(value, "all") != 0) {
+			user_error("%s=%s: accepted: distributed or all", what, value);
+			return -1;
+		}
+		r->val_all = !strcmp(value, "all");
+		break;
 	case OPT_SEED:
 		if (check_seed(what, value, &r->seed) != 0)
 			return -1;
@@ -454,6 +482,18 @@ int options_finish(spank_t sp)
 				user_error("--%s needs --nopfs-dataset", options[i].name);
 				return -1;
 			}
+	}
+	if (r->given[OPT_VAL_SAMPLER] && !r->given[OPT_VAL_DATASET]) {
+		user_error("--nopfs-val-sampler needs --nopfs-val-dataset (the validation set it "
+		           "describes)");
+		return -1;
+	}
+	/* one catalog, one plan and one count per root: a set cannot be both */
+	if (r->given[OPT_VAL_DATASET] && strcmp(r->val_dataset, r->dataset) == 0) {
+		user_error("--nopfs-val-dataset and --nopfs-dataset are the same directory, %s: "
+		           "name the validation set's own root",
+		           r->val_dataset);
+		return -1;
 	}
 	if (r->start_epoch >= r->epochs) {
 		user_error("--nopfs-start-epoch=%u is not below --nopfs-epochs=%u: give the "

@@ -7,8 +7,10 @@ set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=plugin_test_lib.sh
 . "$(dirname "$0")/plugin_test_lib.sh"
 
-mkdir -p "$WORK/data/a" "$WORK/locked"
+mkdir -p "$WORK/data/a" "$WORK/val/a" "$WORK/locked"
 echo x >"$WORK/data/a/1.JPEG"
+echo x >"$WORK/val/a/1.JPEG"
+ln -s data "$WORK/data-link"
 echo x >"$WORK/file"
 chmod -R a+rX "$WORK"
 chmod 0700 "$WORK/locked" # root's: the test user cannot read it
@@ -91,6 +93,40 @@ expect_fail "--nopfs-keep=yes: .*no cache_base" sbatch -N1 "$D" --nopfs-keep=yes
 expect_fail "--nopfs-keep=maybe: accepted: yes or no" srun -N1 "$D" --nopfs-keep=maybe true
 expect_fail "SLURM_NOPFS_KEEP=perhaps: accepted: yes or no" env SLURM_NOPFS_KEEP=perhaps srun -N1 "$D" true
 expect_fail "--nopfs-keep needs --nopfs-dataset" srun -N1 --nopfs-keep=no true
+# the validation set: checked as the dataset, and never the dataset itself
+V="--nopfs-val-dataset=$WORK/val"
+SAME="--nopfs-val-dataset and --nopfs-dataset are the same directory, .*/data: name"
+expect_fail "--nopfs-val-dataset=$WORK/missing: no such directory" srun -N1 "$D" \
+	--nopfs-val-dataset="$WORK/missing" true
+expect_fail "--nopfs-val-dataset=$WORK/file: is a file, not a directory" srun -N1 "$D" \
+	--nopfs-val-dataset="$WORK/file" true
+expect_fail "--nopfs-val-dataset=$WORK/locked: you cannot read this directory" srun -N1 "$D" \
+	--nopfs-val-dataset="$WORK/locked" true
+expect_fail "--nopfs-val-dataset: no directory given" srun -N1 "$D" --nopfs-val-dataset= true
+expect_fail "SLURM_NOPFS_VAL_DATASET=missing: no such directory" \
+	env SLURM_NOPFS_VAL_DATASET=missing srun -N1 "$D" true
+expect_fail "--nopfs-val-dataset needs --nopfs-dataset" srun -N1 "$V" true
+expect_fail "--nopfs-val-dataset needs --nopfs-dataset" env SLURM_NOPFS_VAL_DATASET="$WORK/val" \
+	srun -N1 true
+expect_fail "--nopfs-val-dataset needs --nopfs-dataset" salloc -N1 "$V" true
+expect_fail "$SAME" srun -N1 "$D" --nopfs-val-dataset="$WORK/data" true
+# relative, through a link, or from the environment: the same directory once resolved
+expect_fail "$SAME" srun -N1 "$D" --nopfs-val-dataset=data true
+expect_fail "$SAME" srun -N1 --nopfs-dataset="$WORK/data-link" --nopfs-val-dataset="$WORK/data/" true
+expect_fail "$SAME" env SLURM_NOPFS_DATASET="$WORK/data" SLURM_NOPFS_VAL_DATASET=data srun -N1 true
+expect_fail "$SAME" sbatch -N1 "$D" --nopfs-val-dataset="$WORK/data" --wrap true
+expect_fail "--nopfs-val-sampler=random: accepted: distributed or all" srun -N1 "$D" "$V" \
+	--nopfs-val-sampler=random true
+expect_fail "SLURM_NOPFS_VAL_SAMPLER=every: accepted: distributed or all" \
+	env SLURM_NOPFS_VAL_SAMPLER=every srun -N1 "$D" "$V" true
+expect_fail "--nopfs-val-sampler=: accepted: distributed or all" srun -N1 "$D" "$V" \
+	--nopfs-val-sampler= true
+expect_fail "--nopfs-val-sampler needs --nopfs-val-dataset" srun -N1 "$D" \
+	--nopfs-val-sampler=all true
+expect_fail "--nopfs-val-sampler needs --nopfs-val-dataset" env SLURM_NOPFS_VAL_SAMPLER=all \
+	srun -N1 "$D" true
+expect_fail "--nopfs-val-sampler needs --nopfs-val-dataset" sbatch -N1 "$D" \
+	--nopfs-val-sampler=distributed --wrap true
 jobs_after=$("$NC" run squeue -h -o %i | wc -l)
 if ((jobs_after != jobs_before)); then
 	echo "not ok - a bad option left a job behind"
@@ -104,7 +140,8 @@ if ! (cd "$WORK" && timeout 30 "${RUNU[@]}" env SLURM_CONF="$WORK/slurm-bad.conf
 fi
 # srun --help shows every option with a line of its own
 help=$(cd "$WORK" && "${RUNU[@]}" srun --help 2>&1)
-for option in dataset seed epochs index tiers report preload shuffle drop-last verbose plan keep; do
+for option in dataset seed epochs index tiers report preload shuffle drop-last verbose plan keep \
+	val-dataset val-sampler; do
 	grep -q -- "--nopfs-$option" <<<"$help" || { echo "not ok - srun --help lacks --nopfs-$option"; fail=1; }
 done
 echo "$n bad inputs checked"

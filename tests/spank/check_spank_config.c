@@ -2,7 +2,8 @@
  * The plugin's plugstack.conf arguments: defaults, every key, and errors that
  * name the key. And the description of a step the running agents re-plan
  * for: its tasks over the agent step's nodes, and NOPFS_SPANK_PLAN's value.
- * And the agent step's command line with and without --nopfs-keep.
+ * And the agent step's command line with and without --nopfs-keep and the
+ * validation set's options.
  */
 #include <check.h>
 #include <stdarg.h>
@@ -328,6 +329,33 @@ START_TEST(keep_dir_argument)
 }
 END_TEST
 
+START_TEST(val_arguments)
+{
+	nopfs_request = (struct spank_request){ .active = true, .epochs = 1, .shuffle = true };
+	strcpy(nopfs_request.dataset, "/data/set");
+	strcpy(nopfs_request.report, "/tmp/nopfs-42.json");
+	parse(&nopfs_config, "srun=/bin/true");
+	ck_assert_str_eq(nopfs_config.error, "");
+	ck_assert_msg(!strstr(agent_command(), "--val-"), "no validation set: %s", agent_command());
+	/* distributed, the default: the agents' own default, not said */
+	strcpy(nopfs_request.val_dataset, "/data/val");
+	ck_assert_msg(has_argument(agent_command(), "--val-dataset /data/val"),
+	              "--nopfs-val-dataset: %s", agent_command());
+	ck_assert_msg(!strstr(agent_command(), "--val-sampler"), "distributed: %s",
+	              agent_command());
+	ck_assert_msg(has_argument(agent_command(), "--dataset /data/set"), "%s", agent_command());
+	nopfs_request.val_all = true;
+	ck_assert_msg(has_argument(agent_command(), "--val-dataset /data/val --val-sampler all"),
+	              "--nopfs-val-sampler=all: %s", agent_command());
+	/* the agents take it at their start only: a later step's description has none */
+	ck_assert_msg(!strstr(plan(3, "1"), "val"), "the description of a later step: %s",
+	              plan(3, "1"));
+	/* refused by options_finish() before; here a sampler without a set is not passed */
+	nopfs_request.val_dataset[0] = '\0';
+	ck_assert_msg(!strstr(agent_command(), "--val-"), "a sampler alone: %s", agent_command());
+}
+END_TEST
+
 int main(void)
 {
 	Suite *suite = suite_create("spank_config");
@@ -343,6 +371,7 @@ int main(void)
 	tcase_add_test(tc, step_tasks_refused);
 	tcase_add_test(tc, plan_value);
 	tcase_add_test(tc, keep_dir_argument);
+	tcase_add_test(tc, val_arguments);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
 	srunner_run_all(runner, CK_NORMAL);
