@@ -3,77 +3,59 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <unistd.h>
 
 #include "fdio.h"
 
-nopfs_status nopfs_write_all(int fd, const void *data, size_t length)
+/*
+ * Read or write (@writing) all @length bytes at @data on @fd, at @offset
+ * (pread/pwrite) or, with @offset negative, at the file position; resumed
+ * after partial transfers and EINTR. An early end: EIO.
+ */
+static nopfs_status transfer_all(int fd, void *data, size_t length, int64_t offset, bool writing)
 {
 	for (size_t done = 0; done < length;) {
-		ssize_t n = write(fd, (const char *)data + done, length - done);
+		char *at = (char *)data + done;
+		size_t left = length - done;
+		ssize_t n;
 
+		if (offset < 0)
+			n = writing ? write(fd, at, left) : read(fd, at, left);
+		else
+			n = writing ? pwrite(fd, at, left, (off_t)(offset + (int64_t)done))
+			            : pread(fd, at, left, (off_t)(offset + (int64_t)done));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
 			if (n == 0)
-				errno = EIO;
+				errno = EIO; /* nothing written, or the end of file before @length
+				                bytes */
 			return nopfs_status_from_errno(errno);
 		}
 		done += (size_t)n;
 	}
 	return NOPFS_OK;
+}
+
+nopfs_status nopfs_write_all(int fd, const void *data, size_t length)
+{
+	return transfer_all(fd, (void *)data, length, -1, true);
 }
 
 nopfs_status nopfs_read_exact(int fd, void *data, size_t length)
 {
-	for (size_t done = 0; done < length;) {
-		ssize_t n = read(fd, (char *)data + done, length - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO; /* end of file before @length bytes */
-			return nopfs_status_from_errno(errno);
-		}
-		done += (size_t)n;
-	}
-	return NOPFS_OK;
+	return transfer_all(fd, data, length, -1, false);
 }
 
 nopfs_status nopfs_pwrite_all(int fd, const void *data, size_t length, uint64_t offset)
 {
-	for (size_t done = 0; done < length;) {
-		ssize_t n = pwrite(fd, (const char *)data + done, length - done,
-		                   (off_t)(offset + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return nopfs_status_from_errno(errno);
-		}
-		done += (size_t)n;
-	}
-	return NOPFS_OK;
+	return transfer_all(fd, (void *)data, length, (int64_t)offset, true);
 }
 
 nopfs_status nopfs_pread_exact(int fd, void *data, size_t length, uint64_t offset)
 {
-	for (size_t done = 0; done < length;) {
-		ssize_t n = pread(fd, (char *)data + done, length - done, (off_t)(offset + done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO; /* end of file before @length bytes */
-			return nopfs_status_from_errno(errno);
-		}
-		done += (size_t)n;
-	}
-	return NOPFS_OK;
+	return transfer_all(fd, data, length, (int64_t)offset, false);
 }
 
 int nopfs_open_regular(const char *path, struct stat *st)

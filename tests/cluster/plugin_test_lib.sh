@@ -120,6 +120,23 @@ wait_agents() {
 	return 1
 }
 
+# cache_base_setup DIR: plugstack cache_base DIR made anew on every node (root's,
+# 0755, in the node's own /tmp), removed with everything in it at exit
+cache_base_setup() {
+	local node
+	CACHE_BASE_DIR=$1
+	for node in n1 n2 n3; do
+		"$NC" exec-node "$node" sh -c "rm -rf $1 && mkdir -m 0755 $1"
+	done
+	# shellcheck disable=SC2064 # DIR now, not at exit
+	trap "rc=\$?; cache_base_remove; (exit \$rc); cluster_cleanup" EXIT
+}
+# shellcheck disable=SC2317 # runs from the trap
+cache_base_remove() {
+	local node
+	for node in n1 n2 n3; do "$NC" exec-node "$node" rm -rf "$CACHE_BASE_DIR" || true; done
+}
+
 # nothing_left JOB: no agent, file or shared memory of JOB on any node (after
 # wait_gone: the epilog is the backstop)
 nothing_left() {

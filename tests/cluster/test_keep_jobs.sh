@@ -13,7 +13,6 @@
 #  4. with cache_limit below what a cache takes, the epilog of a later job
 #     on the node removes it (the limit is enforced).
 # Exit: 0 pass, 1 fail, 77 skip.
-# shellcheck disable=SC2317 # remove_bases runs from the trap
 set -euo pipefail
 PLUGIN_NEEDS_TORCH=1
 BASE=/tmp/nopfs-keep-jobs # each node's own /tmp
@@ -25,14 +24,7 @@ not_ok() {
 	echo "not ok - $*"
 	fail=1
 }
-for node in n1 n2 n3; do
-	"$NC" exec-node "$node" sh -c "rm -rf $BASE && mkdir -m 0755 $BASE"
-done
-remove_bases() {
-	local node
-	for node in n1 n2 n3; do "$NC" exec-node "$node" rm -rf "$BASE" || true; done
-}
-trap 'rc=$?; remove_bases; (exit $rc); cluster_cleanup' EXIT
+cache_base_setup "$BASE"
 job_dataset 1500 15
 S=$(du -sb "$WORK/data" | cut -f1)
 TIERS="ram:20M,ssd:$NOPFS_CLUSTER_SSD:60M" # 80 MB a node: the 3 hold the ~150 MB dataset

@@ -27,14 +27,7 @@ BIG=00000000000000b2
 NEW=00000000000000c3
 HELD=00000000000000d4
 
-for node in n1 n2 n3; do
-	"$NC" exec-node "$node" sh -c "rm -rf $BASE && mkdir -m 0755 $BASE"
-done
-remove_bases() {
-	local node
-	for node in n1 n2 n3; do "$NC" exec-node "$node" rm -rf "$BASE" || true; done
-}
-trap 'rc=$?; remove_bases; (exit $rc); cluster_cleanup' EXIT
+cache_base_setup "$BASE"
 
 # check STATEMENT CMD...: "ok - STATEMENT" when CMD succeeds, else "not ok"
 check() {

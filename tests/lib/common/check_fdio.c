@@ -1,4 +1,7 @@
-/* Whole-buffer writes and exact reads through pipes: short transfers, end of file. */
+/*
+ * Whole-buffer writes and exact reads through pipes (short transfers, end of
+ * file) and at offsets of a file.
+ */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -36,6 +39,31 @@ START_TEST(early_end_of_file)
 }
 END_TEST
 
+START_TEST(positioned_writes_and_reads)
+{
+	char name[] = "/tmp/check_fdio.XXXXXX", in[8];
+	int fd = mkstemp(name);
+
+	ck_assert_int_ge(fd, 0);
+	unlink(name);
+	ck_assert_int_eq(nopfs_pwrite_all(fd, "later", 5, 100), NOPFS_OK);
+	ck_assert_int_eq(nopfs_pwrite_all(fd, "first", 5, 0), NOPFS_OK);
+	/* the file position never moved */
+	ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
+	ck_assert_int_eq(nopfs_pread_exact(fd, in, 5, 100), NOPFS_OK);
+	ck_assert_int_eq(memcmp(in, "later", 5), 0);
+	ck_assert_int_eq(nopfs_pread_exact(fd, in, 5, 0), NOPFS_OK);
+	ck_assert_int_eq(memcmp(in, "first", 5), 0);
+	/* the hole between reads as zeros; past the end is an early end of file */
+	ck_assert_int_eq(nopfs_pread_exact(fd, in, 2, 50), NOPFS_OK);
+	ck_assert_int_eq(in[0] | in[1], 0);
+	errno = 0;
+	ck_assert_int_eq(nopfs_pread_exact(fd, in, 8, 101), NOPFS_ERR_IO);
+	ck_assert_int_eq(errno, EIO);
+	close(fd);
+}
+END_TEST
+
 START_TEST(write_to_a_closed_descriptor)
 {
 	int fds[2];
@@ -58,6 +86,7 @@ int main(void)
 
 	tcase_add_test(tc, write_then_read_exactly);
 	tcase_add_test(tc, early_end_of_file);
+	tcase_add_test(tc, positioned_writes_and_reads);
 	tcase_add_test(tc, write_to_a_closed_descriptor);
 	suite_add_tcase(suite, tc);
 	runner = srunner_create(suite);
