@@ -349,6 +349,7 @@ static nopfs_status phase_plan(struct agent *agent)
 	/* the validation set's shares first: each is read every pass by its node */
 	if (status == NOPFS_OK)
 		val_reserve(&agent->val, tiers, agent->job.layout->nodes, agent->job.node,
+		            options->tiers.count && options->tiers.tier[0].kind == NOPFS_TIER_RAM,
 		            &agent->val_room);
 	if (status == NOPFS_OK && options->keep_dir[0]) {
 		keep_open(&agent->keep, options->keep_dir, &options->catalog, &agent->job,

@@ -91,11 +91,16 @@ nopfs_status val_use_catalog(struct val *val, struct nopfs_catalog *catalog, con
 }
 
 void val_reserve(const struct val *val, struct nopfs_node_tiers *tiers, uint32_t nodes,
-                 uint32_t node, uint64_t *room)
+                 uint32_t node, bool ram_first, uint64_t *room)
 {
 	*room = 0;
 	if (!val->catalog)
 		return;
+	if (!ram_first) {
+		nopfs_warning("validation set: the first tier is not RAM: the set is read from "
+		              "the PFS");
+		return;
+	}
 	for (uint32_t n = 0; n < nodes; n++) {
 		uint64_t take;
 

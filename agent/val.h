@@ -64,11 +64,12 @@ nopfs_status val_use_catalog(struct val *val, struct nopfs_catalog *catalog, con
 
 /*
  * Take each node's share from its first tier's room in @tiers (layout nodes
- * entries, modified) before the training placement; this node's room for
- * it in *@room.
+ * entries, modified) before the training placement, when that tier is RAM
+ * (@ram_first: every node's tiers are of the same kinds); this node's room
+ * for it in *@room (0 without a RAM tier: the set is read from the PFS).
  */
 void val_reserve(const struct val *val, struct nopfs_node_tiers *tiers, uint32_t nodes,
-                 uint32_t node, uint64_t *room);
+                 uint32_t node, bool ram_first, uint64_t *room);
 
 /* Create this node's tier in @stage_dir for the part of its share @room holds. */
 nopfs_status val_tier_create(struct val *val, const char *stage_dir, uint64_t room,
