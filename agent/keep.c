@@ -395,9 +395,7 @@ void keep_layout(struct keep *keep, const struct tier_set *tiers)
 		         "no room in '%s' for the %s the other tiers hold", keep->directory,
 		         nopfs_format_size(end - start, size, sizeof(size)));
 		keep_drop(keep, keep->why);
-		return;
 	}
-	keep->data_bytes = end;
 }
 
 bool keep_read(struct keep *keep, nopfs_sample_id sample, void *buffer, uint64_t size)
@@ -488,8 +486,7 @@ static uint8_t *build_manifest(struct keep *keep, const struct job *job,
 			record->path = blob;
 			record->path_length = (uint32_t)n;
 			record->crc = (uint32_t)noted;
-			record->offset =
-			        ((int)t == keep->ssd_tier ? 0 : keep->region[t]) + tier->offsets[p];
+			record->offset = keep->region[t] + tier->offsets[p];
 			blob += n;
 			kept++;
 			keep->committed_bytes += record->size;

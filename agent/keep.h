@@ -63,8 +63,7 @@ struct keep {
 	char data_name[160]; /* data.JOB.TOKEN */
 	int data_fd;         /* -1: none */
 	int ssd_tier;        /* the tier whose file data_fd is (from offset 0), or -1 */
-	uint64_t region[NOPFS_TIERS_MAX]; /* each other tier's offset in data */
-	uint64_t data_bytes;
+	uint64_t region[NOPFS_TIERS_MAX]; /* each tier's offset in data (the SSD tier's: 0) */
 	_Atomic uint64_t *noted[NOPFS_TIERS_MAX]; /* per position: (1 << 32) | CRC32C once kept */
 	uint64_t noted_count[NOPFS_TIERS_MAX];
 	struct agent_counter written; /* samples of other tiers written into data */

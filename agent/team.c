@@ -347,13 +347,55 @@ void team_withdraw_metadata(struct agent *agent)
 		unlink(path);
 }
 
+/*
+ * Node 0 tells every node @announce (a path, or a word, as a string): the
+ * exchange is the barrier after which what it names is complete. Node 0's
+ * string into @heard (@length bytes), on every node; NOPFS_ERR_INVALID (the
+ * exchange made, @what named in the error) when it is not one.
+ */
+static nopfs_status hear_node0(struct agent *agent, const char *announce, char *heard,
+                               size_t length, const char *what)
+{
+	void **records;
+	size_t *lengths;
+	nopfs_status status = bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
+	                                         agent->options.scan_timeout, &records, &lengths);
+
+	if (status != NOPFS_OK)
+		return status;
+	if (lengths[0] == 0 || lengths[0] > length ||
+	    ((char *)records[0])[lengths[0] - 1] != '\0') {
+		nopfs_error("node 0's %s announcement is malformed", what);
+		status = NOPFS_ERR_INVALID; /* apart from the exchange's own errors */
+	} else {
+		memcpy(heard, records[0], lengths[0]);
+	}
+	for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
+		free(records[n]);
+	free(records);
+	free(lengths);
+	return status;
+}
+
+/* Write @catalog, serialized, to @path for the other nodes. */
+static nopfs_status share_catalog_file(const struct nopfs_catalog *catalog, const char *path)
+{
+	void *buffer;
+	size_t size;
+	nopfs_status status = nopfs_catalog_serialize(catalog, &buffer, &size);
+
+	if (status != NOPFS_OK)
+		return status;
+	status = write_file(path, buffer, size);
+	free(buffer);
+	return status;
+}
+
 /* Node 0: build the catalog and, with a share directory, publish it there. */
 static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **catalog,
                                   char *announce, size_t length)
 {
 	const struct agent_options *options = &agent->options;
-	void *buffer;
-	size_t size;
 	nopfs_status status;
 
 	announce[0] = '\0';
@@ -366,11 +408,7 @@ static nopfs_status share_catalog(struct agent *agent, struct nopfs_catalog **ca
 		nopfs_error("--share-dir '%s' is too long", options->share_dir);
 		return NOPFS_ERR_RANGE;
 	}
-	status = nopfs_catalog_serialize(*catalog, &buffer, &size);
-	if (status != NOPFS_OK)
-		return status;
-	status = write_file(agent->shared_catalog, buffer, size);
-	free(buffer);
+	status = share_catalog_file(*catalog, agent->shared_catalog);
 	if (status == NOPFS_OK) {
 		share_metadata(agent);
 		snprintf(announce, length, "%s", agent->shared_catalog);
@@ -405,9 +443,7 @@ static nopfs_status receive_catalog(struct agent *agent, const char *announced,
  */
 static nopfs_status team_listing(struct agent *agent)
 {
-	char announce[PATH_MAX] = "";
-	void **records;
-	size_t *lengths;
+	char announce[PATH_MAX] = "", heard[PATH_MAX];
 	nopfs_status status;
 
 	if (agent->bootstrap.node == 0) {
@@ -417,26 +453,17 @@ static nopfs_status team_listing(struct agent *agent)
 		share_metadata(agent);
 		snprintf(announce, sizeof(announce), "%s", agent->shared_meta);
 	}
-	/* The exchange is the barrier: node 0's file is complete before it. */
-	status = bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
-	                            agent->options.scan_timeout, &records, &lengths);
+	status = hear_node0(agent, announce, heard, sizeof(heard), "metadata");
 	if (status != NOPFS_OK)
 		return status;
 	if (agent->bootstrap.node != 0) {
-		if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0') {
-			nopfs_error("node 0's metadata announcement is malformed");
-			status = NOPFS_ERR_FORMAT;
-		} else if (((char *)records[0])[0] == '\0' && agent->options.share_dir[0] == '\0') {
+		if (heard[0] == '\0' && agent->options.share_dir[0] == '\0') {
 			nopfs_warning("no --share-dir: this node scans the dataset itself");
 			scan_listing(agent);
-		} else if (((char *)records[0])[0] != '\0') {
-			receive_metadata(agent, records[0]);
+		} else if (heard[0] != '\0') {
+			receive_metadata(agent, heard);
 		}
 	}
-	for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
-		free(records[n]);
-	free(records);
-	free(lengths);
 	if (status == NOPFS_OK)
 		publish_metadata(agent, true);
 	return nopfs_stop_requested() ? NOPFS_ERR_CANCELED : status;
@@ -445,9 +472,7 @@ static nopfs_status team_listing(struct agent *agent)
 nopfs_status team_catalog(struct agent *agent)
 {
 	struct nopfs_catalog *catalog = NULL;
-	char announce[PATH_MAX] = "";
-	void **records;
-	size_t *lengths;
+	char announce[PATH_MAX] = "", heard[PATH_MAX];
 	nopfs_status status;
 
 	if (!agent->bootstrap.active) {
@@ -471,25 +496,9 @@ nopfs_status team_catalog(struct agent *agent)
 			return status;
 		}
 	}
-	/* The exchange is the barrier: node 0's file is complete before it. */
-	status = bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
-	                            agent->options.scan_timeout, &records, &lengths);
-	if (status != NOPFS_OK) {
-		nopfs_catalog_destroy(catalog);
-		return status;
-	}
-	if (agent->bootstrap.node != 0) {
-		if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0') {
-			nopfs_error("node 0's catalog announcement is malformed");
-			status = NOPFS_ERR_FORMAT;
-		} else {
-			status = receive_catalog(agent, records[0], &catalog);
-		}
-	}
-	for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
-		free(records[n]);
-	free(records);
-	free(lengths);
+	status = hear_node0(agent, announce, heard, sizeof(heard), "catalog");
+	if (status == NOPFS_OK && agent->bootstrap.node != 0)
+		status = receive_catalog(agent, heard, &catalog);
 	if (status != NOPFS_OK) {
 		nopfs_catalog_destroy(catalog);
 		return status;
@@ -527,9 +536,7 @@ nopfs_status team_val_catalog(struct agent *agent)
 	const struct agent_options *options = &agent->options;
 	struct nopfs_catalog_options dataset = options->catalog;
 	struct nopfs_catalog *catalog = NULL;
-	char announce[PATH_MAX] = "";
-	void **records = NULL;
-	size_t *lengths = NULL;
+	char announce[PATH_MAX] = "", heard[PATH_MAX];
 	nopfs_status status = NOPFS_OK;
 
 	if (!options->val_dataset[0])
@@ -543,19 +550,12 @@ nopfs_status team_val_catalog(struct agent *agent)
 		if (status != NOPFS_OK)
 			snprintf(announce, sizeof(announce), "-"); /* none for anyone */
 		if (status == NOPFS_OK && agent->bootstrap.active && options->share_dir[0]) {
-			void *buffer;
-			size_t size;
-
 			if ((size_t)snprintf(announce, sizeof(announce), "%s/%s.val.catalog",
 			                     options->share_dir,
 			                     options->private_name) >= sizeof(announce))
 				status = NOPFS_ERR_RANGE;
 			if (status == NOPFS_OK)
-				status = nopfs_catalog_serialize(catalog, &buffer, &size);
-			if (status == NOPFS_OK) {
-				status = write_file(announce, buffer, size);
-				free(buffer);
-			}
+				status = share_catalog_file(catalog, announce);
 			if (status == NOPFS_OK)
 				snprintf(agent->shared_val_catalog,
 				         sizeof(agent->shared_val_catalog), "%s", announce);
@@ -563,32 +563,26 @@ nopfs_status team_val_catalog(struct agent *agent)
 				announce[0] = '\0';
 		}
 	}
-	/* the exchange is the barrier: node 0's file is complete before it */
 	if (agent->bootstrap.active) {
-		nopfs_status exchanged =
-		        bootstrap_exchange(&agent->bootstrap, announce, strlen(announce) + 1,
-		                           options->scan_timeout, &records, &lengths);
+		nopfs_status heard_status =
+		        hear_node0(agent, announce, heard, sizeof(heard), "validation catalog");
 
-		if (exchanged != NOPFS_OK) {
+		if (heard_status == NOPFS_ERR_INVALID)
+			status = heard_status; /* the exchange was made: on to the next one */
+		else if (heard_status != NOPFS_OK) {
 			nopfs_catalog_destroy(catalog);
-			return exchanged;
-		}
-		if (agent->bootstrap.node != 0) {
-			if (lengths[0] == 0 || ((char *)records[0])[lengths[0] - 1] != '\0' ||
-			    strcmp(records[0], "-") == 0)
+			return heard_status;
+		} else if (agent->bootstrap.node != 0) {
+			if (strcmp(heard, "-") == 0)
 				status = NOPFS_ERR_FORMAT;
-			else if (((char *)records[0])[0])
-				status = team_load_catalog(records[0], &catalog);
+			else if (heard[0])
+				status = team_load_catalog(heard, &catalog);
 			else /* node 0 shared none (no --share-dir, or it failed) */
 				status = nopfs_catalog_open(&dataset, &catalog, NULL);
 		}
-		for (uint32_t n = 0; n < agent->bootstrap.nodes; n++)
-			free(records[n]);
-		free(records);
-		free(lengths);
 		/* every node must plan with the set or none (the placement is computed everywhere)
 		 */
-		if (exchanged == NOPFS_OK && every_node_has(agent, status == NOPFS_OK) != NOPFS_OK)
+		if (every_node_has(agent, status == NOPFS_OK) != NOPFS_OK)
 			status = NOPFS_ERR_UNSUPPORTED;
 	}
 	if (status != NOPFS_OK) {

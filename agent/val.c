@@ -1,7 +1,5 @@
 /* The validation set: every node's share, this node's tier of it, its requests. */
 #define _GNU_SOURCE 1
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +8,7 @@
 #include <unistd.h>
 
 #include "pfs.h"
+#include "stage/stage.h"
 #include "val.h"
 #include "common/clock.h"
 #include "common/fdio.h"
@@ -226,13 +225,10 @@ static nopfs_status sealed_copy(const void *data, uint64_t size, int *fd)
 
 	if (copy < 0)
 		return NOPFS_ERR_NOMEM;
-	if (nopfs_write_all(copy, data, size) != NOPFS_OK ||
-	    fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
-	            0) {
+	if (nopfs_write_all(copy, data, size) != NOPFS_OK || stage_seal_copy(copy) != NOPFS_OK) {
 		close(copy);
 		return NOPFS_ERR_IO;
 	}
-	lseek(copy, 0, SEEK_SET);
 	*fd = copy;
 	return NOPFS_OK;
 }

@@ -6,7 +6,9 @@
  * apart (their PID namespace is shared).
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,9 @@
 #include <unistd.h>
 
 #include "plugin.h"
+
+/* Of an agent's command line: its options, three paths among the first. */
+#define CMDLINE_MAX (3 * PATH_MAX + 4096)
 
 static bool same_mount_namespace(const char *pid)
 {
@@ -26,33 +31,53 @@ static bool same_mount_namespace(const char *pid)
 	return mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev;
 }
 
+char *agents_read_cmdline(pid_t pid, size_t *length)
+{
+	char path[64], *cmdline = malloc(CMDLINE_MAX);
+	ssize_t got = 0;
+	int fd;
+
+	*length = 0;
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)pid);
+	fd = cmdline ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0) {
+		free(cmdline);
+		return NULL;
+	}
+	while (*length < CMDLINE_MAX - 1 &&
+	       ((got = read(fd, cmdline + *length, CMDLINE_MAX - 1 - *length)) > 0 ||
+	        (got < 0 && errno == EINTR)))
+		*length += got > 0 ? (size_t)got : 0;
+	close(fd);
+	/* a full buffer may end in the middle of an argument: that one is left out */
+	if (*length == CMDLINE_MAX - 1)
+		while (*length > 0 && cmdline[*length - 1] != '\0')
+			(*length)--;
+	cmdline[*length] = '\0';
+	return cmdline;
+}
+
 /* Is /proc/@pid an nopfs-agent of @job (as text) owned by @uid? */
 static bool is_job_agent(const char *pid, const char *job, uid_t uid)
 {
-	char path[300], cmdline[4096];
+	char path[300], *cmdline;
 	struct stat st;
-	ssize_t length;
+	size_t length;
 	bool found = false;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%s", pid);
 	if (stat(path, &st) != 0 || st.st_uid != uid)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	cmdline = agents_read_cmdline((pid_t)atol(pid), &length);
+	if (!cmdline || length == 0 || !strstr(cmdline, "nopfs-agent")) {
+		free(cmdline);
 		return false;
-	length = read(fd, cmdline, sizeof(cmdline) - 1);
-	close(fd);
-	if (length <= 0)
-		return false;
-	cmdline[length] = '\0';
-	if (!strstr(cmdline, "nopfs-agent"))
-		return false;
-	for (ssize_t at = 0; at < length; at += (ssize_t)strlen(cmdline + at) + 1)
+	}
+	for (size_t at = 0; at < length; at += strlen(cmdline + at) + 1)
 		if (strcmp(cmdline + at, "--job-id") == 0 && at + 9 < length &&
 		    strcmp(cmdline + at + 9, job) == 0)
 			found = true;
+	free(cmdline);
 	return found && same_mount_namespace(pid);
 }
 

@@ -125,6 +125,12 @@ int tasks_prepare(spank_t sp);
  * by @uid on this node; how many there are, -1 if /proc cannot be read.
  */
 int agents_of_job(uint32_t job, uid_t uid, void (*each)(pid_t pid, void *arg), void *arg);
+/*
+ * agents.c: the command line of process @pid (its arguments, each ending in
+ * NUL, cut after the last whole one that fits 3 paths and more; malloc'd),
+ * their bytes in *@length; NULL when it cannot be read.
+ */
+char *agents_read_cmdline(pid_t pid, size_t *length);
 
 /* prolog.c (slurmd, root): the job user's directory under cache_base. */
 void prolog_prepare(spank_t sp);

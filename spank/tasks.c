@@ -34,8 +34,6 @@
  */
 #define AGENT_MISSING_SECONDS 25
 #define ENVIRON_MAX           (1 << 20) /* of an agent process, read for its token */
-/* Of an agent's command line, read for its --val-dataset: three paths come first */
-#define CMDLINE_MAX (3 * PATH_MAX + 4096)
 
 /* This node's agent of the job: its process and its private directories. */
 struct node_agent {
@@ -432,28 +430,11 @@ static const char *val_dataset_for_tasks(spank_t sp, spank_err_t rc, const char 
  */
 static bool agent_keeps_val_set(const struct node_agent *agent, const char *val)
 {
-	char path[64], *cmdline = malloc(CMDLINE_MAX);
 	size_t length = 0;
+	char *cmdline = agents_read_cmdline(agent->pid, &length);
 	struct stat ours, theirs;
 	bool same = false;
-	ssize_t got = 0;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)agent->pid);
-	fd = cmdline ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	while (fd >= 0 && length < CMDLINE_MAX - 1 &&
-	       ((got = read(fd, cmdline + length, CMDLINE_MAX - 1 - length)) > 0 ||
-	        (got < 0 && errno == EINTR)))
-		length += got > 0 ? (size_t)got : 0;
-	if (fd >= 0)
-		close(fd);
-	if (cmdline) {
-		/* a full buffer may end in the middle of an argument: that one is left out */
-		if (length == CMDLINE_MAX - 1)
-			while (length > 0 && cmdline[length - 1] != '\0')
-				length--;
-		cmdline[length] = '\0';
-	}
 	for (size_t at = 0; cmdline && at < length; at += strlen(cmdline + at) + 1) {
 		const char *next = cmdline + at + strlen(cmdline + at) + 1;
 

@@ -129,6 +129,12 @@ void stage_ring_released_by(struct stage *stage, int32_t rank, uint32_t slot, ui
 void stage_count_stall(struct stage *stage, int32_t rank, uint64_t ns);
 
 /*
+ * Seal @copy (a memfd made with MFD_ALLOW_SEALING, its bytes written) so the
+ * task it is passed to can neither change nor resize it, and rewind it.
+ */
+nopfs_status stage_seal_copy(int copy);
+
+/*
  * Live per-rank progress as a new JSON array (caller owns it): each local
  * rank's epoch, position, copies staged ahead, and its requests' waits
  * (count, p50 and p99 as bucket upper bounds, see stats.h).

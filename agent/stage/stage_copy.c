@@ -88,6 +88,14 @@ nopfs_status stage_publish(struct stage *stage, uint32_t rank, nopfs_sample_id s
 	return status;
 }
 
+nopfs_status stage_seal_copy(int copy)
+{
+	if (fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+		return NOPFS_ERR_IO;
+	lseek(copy, 0, SEEK_SET);
+	return NOPFS_OK;
+}
+
 /* An anonymous, sealed, read-only copy of @sample for a request. */
 nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void *buffer,
                               const struct timespec *deadline, int *fd, nopfs_wire_source *from)
@@ -100,14 +108,12 @@ nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void 
 		return NOPFS_ERR_NOMEM;
 	}
 	status = source_copy(stage->source, sample, copy, buffer, deadline, from);
-	if (status == NOPFS_OK &&
-	    fcntl(copy, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-		status = NOPFS_ERR_IO;
+	if (status == NOPFS_OK)
+		status = stage_seal_copy(copy);
 	if (status != NOPFS_OK) {
 		close(copy);
 		return status;
 	}
-	lseek(copy, 0, SEEK_SET);
 	*fd = copy;
 	return NOPFS_OK;
 }

@@ -82,24 +82,44 @@ out:
 	return status;
 }
 
+/* An empty tier of @kind at @index in its plan, nothing allocated or open yet. */
+static void tier_begin(struct tier *tier, unsigned int index, nopfs_tier_kind kind)
+{
+	tier->index = index;
+	tier->kind = kind;
+	tier->fd = -1;
+	tier->threads = 1;
+	pthread_mutex_init(&tier->lock, NULL);
+	nopfs_clock_cond_init(&tier->changed);
+}
+
+/* The per-sample arrays of @tier's count samples (@what names it in the error). */
+static nopfs_status tier_arrays(struct tier *tier, const char *what)
+{
+	tier->samples = malloc((tier->count + 1) * sizeof(*tier->samples));
+	tier->offsets = malloc((tier->count + 1) * sizeof(*tier->offsets));
+	tier->state = calloc(tier->count + 1, sizeof(*tier->state));
+	tier->fill_order = malloc((tier->count + 1) * sizeof(*tier->fill_order));
+	if (!tier->samples || !tier->offsets || !tier->state || !tier->fill_order) {
+		nopfs_error("no memory to index %s of %" PRIu64 " samples", what, tier->count);
+		return NOPFS_ERR_NOMEM;
+	}
+	return NOPFS_OK;
+}
+
 /* The kept samples of this tier, their packed offsets, and the fill order. */
 static nopfs_status tier_index(struct tier *tier, const struct job *job)
 {
+	char what[32];
 	const uint64_t *sizes = nopfs_catalog_sizes(job->catalog);
 	uint64_t at = 0;
 
 	for (uint64_t k = 0; k < job->sampler.count; k++)
 		tier->count +=
 		        nopfs_placement_tier_on(job->placement, job->node, k) == (int)tier->index;
-	tier->samples = malloc((tier->count + 1) * sizeof(*tier->samples));
-	tier->offsets = malloc((tier->count + 1) * sizeof(*tier->offsets));
-	tier->state = calloc(tier->count + 1, sizeof(*tier->state));
-	tier->fill_order = malloc((tier->count + 1) * sizeof(*tier->fill_order));
-	if (!tier->samples || !tier->offsets || !tier->state || !tier->fill_order) {
-		nopfs_error("no memory to index tier %u of %" PRIu64 " samples", tier->index,
-		            tier->count);
+	snprintf(what, sizeof(what), "tier %u", tier->index);
+	if (tier_arrays(tier, what) != NOPFS_OK)
 		return NOPFS_ERR_NOMEM;
-	}
 	/*
 	 * Primaries first, in sample order, so that every node can compute
 	 * where a primary sits (nopfs_placement_primary_place()); then this
@@ -286,12 +306,7 @@ nopfs_status tier_set_create(struct tier_set *set, const struct job *job,
 	for (unsigned int t = 0; t < specs->count; t++) {
 		struct tier *tier = &set->tier[t];
 
-		tier->index = t;
-		tier->kind = specs->tier[t].kind;
-		tier->fd = -1;
-		tier->threads = 1;
-		pthread_mutex_init(&tier->lock, NULL);
-		nopfs_clock_cond_init(&tier->changed);
+		tier_begin(tier, t, specs->tier[t].kind);
 		set->count++;
 		status = tier_index(tier, job);
 		if (status == NOPFS_OK)
@@ -413,18 +428,9 @@ nopfs_status tier_create_listed(struct tier *tier, const char *stage_dir, const 
 	nopfs_status status;
 
 	memset(tier, 0, sizeof(*tier));
-	tier->kind = NOPFS_TIER_RAM;
-	tier->fd = -1;
-	tier->threads = 1;
-	pthread_mutex_init(&tier->lock, NULL);
-	nopfs_clock_cond_init(&tier->changed);
+	tier_begin(tier, 0, NOPFS_TIER_RAM);
 	tier->count = tier->primary_count = count;
-	tier->samples = malloc((count + 1) * sizeof(*tier->samples));
-	tier->offsets = malloc((count + 1) * sizeof(*tier->offsets));
-	tier->state = calloc(count + 1, sizeof(*tier->state));
-	tier->fill_order = malloc((count + 1) * sizeof(*tier->fill_order));
-	if (!tier->samples || !tier->offsets || !tier->state || !tier->fill_order) {
-		nopfs_error("no memory to index the %" PRIu64 " samples of %s", count, name);
+	if (tier_arrays(tier, name) != NOPFS_OK) {
 		tier_fini(tier);
 		return NOPFS_ERR_NOMEM;
 	}
