@@ -601,8 +601,6 @@ nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_opt
 {
 	char path[sizeof(agent->shared_catalog)] = "";
 	bool from_cache = false;
-	void *buffer = NULL;
-	size_t size = 0;
 	nopfs_status status;
 
 	*catalog = NULL;
@@ -614,10 +612,7 @@ nopfs_status team_share_plan_catalog(struct agent *agent, const struct agent_opt
 		status = NOPFS_ERR_RANGE;
 	}
 	if (status == NOPFS_OK)
-		status = nopfs_catalog_serialize(*catalog, &buffer, &size);
-	if (status == NOPFS_OK)
-		status = write_file(path, buffer, size);
-	free(buffer);
+		status = share_catalog_file(*catalog, path);
 	if (status != NOPFS_OK) {
 		nopfs_catalog_destroy(*catalog);
 		*catalog = NULL;
