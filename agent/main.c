@@ -265,6 +265,14 @@ static void resolve_tiers(struct agent *agent)
 	}
 }
 
+/*
+ * The most the PFS test reads: 0.2% of the dataset (about 280 MB of
+ * ImageNet's 140 GB), and no less than PROBE_PFS_MIN_BYTES, which a
+ * measurement needs to mean anything (on a small dataset a few percent).
+ */
+#define PROBE_PFS_SHARE     500
+#define PROBE_PFS_MIN_BYTES (UINT64_C(8) << 20)
+
 /* Measure the tiers and the PFS on a spread of the dataset's files. */
 static nopfs_status phase_probe(struct agent *agent)
 {
@@ -284,9 +292,12 @@ static nopfs_status phase_probe(struct agent *agent)
 		.max_age_seconds = agent->options.probe_max_age,
 		.seed = 1,
 		.dataset_root = agent->options.dataset_root,
+		.pfs_bytes_max = job->dataset_bytes / PROBE_PFS_SHARE,
 	};
 	nopfs_status status;
 
+	if (config.pfs_bytes_max < PROBE_PFS_MIN_BYTES)
+		config.pfs_bytes_max = PROBE_PFS_MIN_BYTES;
 	if (config.mean_sample_size == 0)
 		config.mean_sample_size = 1;
 	for (uint64_t i = 0; i < count; i++) {

@@ -124,12 +124,13 @@ static json_t *stall_json(struct agent_stats *stats)
 	for (unsigned int b = 0; b < AGENT_STALL_BUCKETS; b++)
 		json_array_append_new(
 		        buckets, json_integer((json_int_t)atomic_load(&stats->stall_buckets[b])));
-	return json_pack(
-	        "{s:I, s:f, s:f, s:f, s:f, s:f, s:o}", "requests", (json_int_t)requests, "seconds",
-	        (double)stall / 1e9, "max_seconds", (double)atomic_load(&stats->stall_max_ns) / 1e9,
-	        "mean_seconds", requests ? (double)stall / 1e9 / (double)requests : 0,
-	        "p50_seconds", agent_stall_percentile(stats->stall_buckets, 0.5), "p99_seconds",
-	        agent_stall_percentile(stats->stall_buckets, 0.99), "histogram_us_log2", buckets);
+	return json_pack("{s:I, s:f, s:f, s:f, s:f, s:f, s:o, s:I}", "requests",
+	                 (json_int_t)requests, "seconds", (double)stall / 1e9, "max_seconds",
+	                 (double)atomic_load(&stats->stall_max_ns) / 1e9, "mean_seconds",
+	                 requests ? (double)stall / 1e9 / (double)requests : 0, "p50_seconds",
+	                 agent_stall_percentile(stats->stall_buckets, 0.5), "p99_seconds",
+	                 agent_stall_percentile(stats->stall_buckets, 0.99), "histogram_us_log2",
+	                 buckets, "wait_notices", (json_int_t)atomic_load(&stats->wait_notices));
 }
 
 static json_t *stream_json(struct agent *agent)

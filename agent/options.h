@@ -59,6 +59,7 @@ struct agent_options {
 	uint32_t stage_window;    /* samples staged ahead per rank */
 	unsigned int stage_threads;
 	unsigned int serve_timeout_ms; /* how long a request may wait for its sample */
+	unsigned int wait_timeout_ms;  /* the same, for a task that is sent WAITs meanwhile */
 	unsigned int max_connections;  /* task connections served at a time; 0: the default */
 	uint64_t max_sample_size;      /* larger samples are left to the ranks' own reads */
 };

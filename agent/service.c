@@ -77,6 +77,7 @@ nopfs_status agent_serve_start(struct agent *agent)
 	if (status != NOPFS_OK)
 		goto out_prefetch;
 	agent->server.val = agent->val.catalog ? &agent->val : NULL;
+	agent->server.wait_timeout_ms = options->wait_timeout_ms;
 	agent->serving = true;
 	return NOPFS_OK;
 

@@ -58,6 +58,7 @@ struct agent_stats {
 	_Atomic uint64_t requests;
 	_Atomic uint64_t stall_ns; /* request wait, summed */
 	_Atomic uint64_t stall_max_ns;
+	_Atomic uint64_t wait_notices; /* WAITs sent to tasks while their sample was fetched */
 	_Atomic uint64_t stall_buckets[AGENT_STALL_BUCKETS];
 	_Atomic uint64_t fallbacks[AGENT_FALLBACKS];
 	_Atomic uint64_t stream_matched;    /* deliveries found in a rank's stream */

@@ -34,6 +34,7 @@ struct probe_config {
 	const char *cache_dir;     /* NULL: do not cache */
 	double max_age_seconds;    /* cache validity */
 	uint32_t seed;             /* which PFS files are read */
+	uint64_t pfs_bytes_max; /* the most the PFS test reads, over all its points; 0: no limit */
 };
 
 /* One measured ssd tier. */

@@ -9,7 +9,8 @@
  * permutation (an equal share of the files, at least one file per thread), so
  * no file is read twice and the page cache cannot inflate a later count,
  * unless the dataset has fewer files than the slices need. A measurement ends
- * at its deadline or at the end of its slice, whichever comes first. A file
+ * at its deadline, at the end of its slice or when it has read its share of
+ * the byte limit (pfs_bytes_max), whichever comes first. A file
  * that cannot be read (an I/O error, gone since the scan) is skipped and
  * named once; a thread count that could read none of its files has no
  * figure, and the measurement fails only when no file could be read.
@@ -38,7 +39,17 @@ struct pfs_order {
 	uint64_t offset;
 	atomic_uint_fast64_t next; /* the next position to claim */
 	uint64_t end;              /* of the current slice */
+	atomic_uint_fast64_t read; /* bytes the current measurement has read */
+	uint64_t limit;            /* the most it may read; 0: no limit */
 };
+
+/* Count @n bytes read; whether the measurement may read more. */
+static bool order_count(struct pfs_order *order, uint64_t n)
+{
+	uint64_t before = atomic_fetch_add(&order->read, n);
+
+	return !order->limit || before + n < order->limit;
+}
 
 struct pfs_job {
 	struct probe_worker worker; /* first */
@@ -115,7 +126,8 @@ static bool read_file(struct pfs_job *job, const char *path)
 		if (n < 0)
 			goto out_close_failed;
 		job->worker.bytes += (uint64_t)n;
-		if (n == 0 || !probe_worker_continues(&job->worker))
+		if (n == 0 || !order_count(job->order, (uint64_t)n) ||
+		    !probe_worker_continues(&job->worker))
 			break;
 	}
 	close(fd);
@@ -135,7 +147,7 @@ static void pfs_read(void *arg)
 	uint64_t position;
 
 	/* looked at before each file: a stopping probe starts none (an open may be slow) */
-	while (probe_worker_continues(&job->worker) &&
+	while (probe_worker_continues(&job->worker) && order_count(order, 0) &&
 	       (position = atomic_fetch_add(&order->next, 1)) < order->end) {
 		uint64_t index = order_pick(order, position);
 
@@ -194,6 +206,8 @@ nopfs_status probe_pfs_measure(const struct probe_config *config, const struct p
 	nopfs_status status;
 
 	order_init(&order, config);
+	/* each thread count its share of the limit, one byte at least */
+	order.limit = config->pfs_bytes_max ? config->pfs_bytes_max / plan->points + 1 : 0;
 	status = jobs_create(plan, &order, &jobs);
 	if (status)
 		return status;
@@ -203,6 +217,7 @@ nopfs_status probe_pfs_measure(const struct probe_config *config, const struct p
 		double rate;
 
 		atomic_store(&order.next, start);
+		atomic_store(&order.read, 0);
 		order.end = start + slice_length(plan, order.count, p);
 		start = order.end;
 		/* the workers skip files they cannot read: none fails */

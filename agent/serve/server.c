@@ -22,19 +22,83 @@
 #define MESSAGE_TIMEOUT_MS 5000
 /* How long the accept thread pauses when the process is out of descriptors. */
 #define OUT_OF_FDS_PAUSE_MS 100
+/* A task waiting for a sample hears WAIT this often; the accept thread looks 4 times as often. */
+#define WAIT_INTERVAL_NS (UINT64_C(1000) * 1000 * 1000)
+#define WAIT_TICK_MS     250
 
 struct server_connection {
 	struct server *server;
 	int fd;
 	pid_t pid;
 	int32_t rank;
-	uint32_t plan; /* its step's plan generation (HELLO), or NOPFS_WIRE_NO_PLAN */
+	uint32_t plan;   /* its step's plan generation (HELLO), or NOPFS_WIRE_NO_PLAN */
+	bool takes_wait; /* HELLO said NOPFS_WIRE_FLAG_WAIT */
+	/* Sends, and the request being fetched (its WAITs), under send_lock. */
+	pthread_mutex_t send_lock;
+	bool busy;
+	uint32_t busy_id;
+	uint64_t busy_index;
+	uint64_t waited_ns; /* when it was last told to wait (or started) */
 	pthread_t thread;
 	bool finished;
 	struct server_connection *next;
 	uint8_t buffer[NOPFS_WIRE_HEADER_SIZE + NOPFS_WIRE_MAX_PAYLOAD];
 	void *sample_buffer;
 };
+
+/* Send @m (and @fd when >= 0) to the task: the request is answered, no WAIT follows. */
+static nopfs_status connection_send(struct server_connection *c, const struct nopfs_wire_message *m,
+                                    int fd)
+{
+	nopfs_status status;
+
+	pthread_mutex_lock(&c->send_lock);
+	c->busy = false;
+	status = nopfs_wire_send(c->fd, m, fd);
+	pthread_mutex_unlock(&c->send_lock);
+	return status;
+}
+
+/* Request @m is being fetched: its task hears WAIT every second until the answer. */
+static void connection_busy(struct server_connection *c, const struct nopfs_wire_message *m,
+                            uint64_t index)
+{
+	pthread_mutex_lock(&c->send_lock);
+	c->busy = c->takes_wait;
+	c->busy_id = m->request_id;
+	c->busy_index = index;
+	c->waited_ns = nopfs_clock_now_ns();
+	pthread_mutex_unlock(&c->send_lock);
+}
+
+/*
+ * Accept thread: tell each task whose request has been fetched for a second
+ * since it was last told to keep waiting. A socket that cannot take the
+ * message now (a task that does not read) is skipped, never waited on.
+ */
+static void tell_waiting(struct server *server)
+{
+	uint64_t now = nopfs_clock_now_ns();
+
+	pthread_mutex_lock(&server->lock);
+	for (struct server_connection *c = server->connections; c; c = c->next) {
+		struct pollfd out = { .fd = c->fd, .events = POLLOUT };
+
+		pthread_mutex_lock(&c->send_lock);
+		if (!c->finished && c->busy && now - c->waited_ns >= WAIT_INTERVAL_NS &&
+		    poll(&out, 1, 0) == 1 && (out.revents & POLLOUT)) {
+			struct nopfs_wire_message wait = { .type = NOPFS_WIRE_WAIT,
+				                           .request_id = c->busy_id,
+				                           .u.wait.index = c->busy_index };
+
+			if (nopfs_wire_send(c->fd, &wait, -1) == NOPFS_OK)
+				atomic_fetch_add(&server->stats->wait_notices, 1);
+			c->waited_ns = now;
+		}
+		pthread_mutex_unlock(&c->send_lock);
+	}
+	pthread_mutex_unlock(&server->lock);
+}
 
 static nopfs_status reply_error(struct server_connection *c, uint32_t request_id,
                                 nopfs_status status, const char *why)
@@ -44,7 +108,7 @@ static nopfs_status reply_error(struct server_connection *c, uint32_t request_id
 	reply.u.error.status = status;
 	reply.u.error.length = (uint32_t)strlen(why);
 	reply.u.error.text = why;
-	return nopfs_wire_send(c->fd, &reply, -1);
+	return connection_send(c, &reply, -1);
 }
 
 /* A request the task reads from the PFS instead: why, from @status or @too_large. */
@@ -93,9 +157,11 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	sample = (nopfs_sample_id)index;
 	if (!c->sample_buffer)
 		c->sample_buffer = malloc(job->max_sample_size ? job->max_sample_size : 1);
-	status = c->sample_buffer ? stage_request(server->stage, rank, sample, c->sample_buffer,
-	                                          &fd, &source)
-	                          : NOPFS_ERR_NOMEM;
+	connection_busy(c, m, sample);
+	status = c->sample_buffer
+	                 ? stage_request(server->stage, rank, sample, c->sample_buffer,
+	                                 c->takes_wait ? server->wait_timeout_ms : 0, &fd, &source)
+	                 : NOPFS_ERR_NOMEM;
 	waited = nopfs_clock_now_ns() - started;
 	atomic_fetch_add(&server->stats->stall_ns, waited);
 	agent_max(&server->stats->stall_max_ns, waited);
@@ -114,7 +180,7 @@ static nopfs_status serve_sample(struct server_connection *c, const struct nopfs
 	reply.u.sample.size = nopfs_catalog_size(job->catalog, sample);
 	reply.u.sample.label = nopfs_catalog_label(job->catalog, sample);
 	reply.u.sample.source = source;
-	status = nopfs_wire_send(c->fd, &reply, fd);
+	status = connection_send(c, &reply, fd);
 	close(fd);
 	return status;
 }
@@ -145,7 +211,7 @@ static nopfs_status serve_val(struct server_connection *c, const struct nopfs_wi
 		                   status == NOPFS_ERR_NOT_FOUND
 		                           ? "not a sample of the validation set"
 		                           : nopfs_status_string(status));
-	status = nopfs_wire_send(c->fd, &reply, fd);
+	status = connection_send(c, &reply, fd);
 	close(fd);
 	return status;
 }
@@ -162,12 +228,13 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 	case NOPFS_WIRE_HELLO:
 		c->rank = m->u.hello.rank;
 		c->plan = m->u.hello.plan;
+		c->takes_wait = m->u.hello.flags & NOPFS_WIRE_FLAG_WAIT;
 		reply.type = NOPFS_WIRE_WELCOME;
 		reply.u.welcome.node = job->node;
 		reply.u.welcome.world_size = job->sampler.world_size;
 		reply.u.welcome.samples = job->sampler.count;
 		reply.u.welcome.flags = m->u.hello.flags | NOPFS_WIRE_FLAG_RING;
-		return nopfs_wire_send(c->fd, &reply, -1);
+		return connection_send(c, &reply, -1);
 	case NOPFS_WIRE_OPEN:
 		memcpy(path, m->u.open.path, m->u.open.path_length);
 		path[m->u.open.path_length] = '\0';
@@ -193,7 +260,7 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 		reply.type = NOPFS_WIRE_STATS_TEXT;
 		reply.u.stats_text.text = text;
 		reply.u.stats_text.length = (uint32_t)strlen(text);
-		status = nopfs_wire_send(c->fd, &reply, -1);
+		status = connection_send(c, &reply, -1);
 		free(text);
 		return status;
 	}
@@ -208,7 +275,7 @@ static nopfs_status handle(struct server_connection *c, const struct nopfs_wire_
 			                   status == NOPFS_ERR_RANGE ? "not a rank of this node"
 			                                             : "no staging ring");
 		reply.type = NOPFS_WIRE_RING_FD;
-		status = nopfs_wire_send(c->fd, &reply, fd);
+		status = connection_send(c, &reply, fd);
 		close(fd);
 		return status;
 	}
@@ -262,6 +329,9 @@ static void *connection_main(void *arg)
 		if (handle(c, &message) != NOPFS_OK)
 			break;
 	}
+	pthread_mutex_lock(&c->send_lock);
+	c->busy = false; /* no WAIT on a closed descriptor */
+	pthread_mutex_unlock(&c->send_lock);
 	close(c->fd);
 	free(c->sample_buffer);
 	c->sample_buffer = NULL;
@@ -288,6 +358,7 @@ static void reap(struct server *server, bool all)
 		*link = c->next;
 		pthread_mutex_unlock(&server->lock);
 		pthread_join(c->thread, NULL);
+		pthread_mutex_destroy(&c->send_lock);
 		free(c);
 		pthread_mutex_lock(&server->lock);
 	}
@@ -386,10 +457,12 @@ static void accept_one(struct server *server)
 	c->pid = peer.pid;
 	c->plan = NOPFS_WIRE_NO_PLAN; /* until its HELLO says */
 	c->rank = -1;
+	pthread_mutex_init(&c->send_lock, NULL);
 	pthread_mutex_lock(&server->lock);
 	if (pthread_create(&c->thread, NULL, connection_main, c) != 0) {
 		server->connection_count--;
 		pthread_mutex_unlock(&server->lock);
+		pthread_mutex_destroy(&c->send_lock);
 		nopfs_warning("cannot start a thread for pid %ld", (long)peer.pid);
 		close(fd);
 		free(c);
@@ -407,13 +480,14 @@ static void *accept_main(void *arg)
 		                 { .fd = server->stop_fd, .events = POLLIN } };
 
 	for (;;) {
-		if (poll(fds, 2, 1000) < 0 && errno != EINTR)
+		if (poll(fds, 2, WAIT_TICK_MS) < 0 && errno != EINTR)
 			break;
 		if (fds[1].revents)
 			break;
 		if (fds[0].revents)
 			accept_one(server);
 		reap(server, false);
+		tell_waiting(server);
 	}
 	return NULL;
 }

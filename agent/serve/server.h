@@ -24,6 +24,8 @@ struct val;
 struct server {
 	struct stage *stage;
 	struct val *val; /* the validation set (OPEN_VAL), or NULL; set before the ready file */
+	/* the longest wait for a sample of a task that takes WAIT; set before the ready file */
+	unsigned int wait_timeout_ms;
 	struct agent_stats *stats;
 	json_t *(*stats_json)(void *arg); /* live statistics for STATS */
 	void *stats_arg;

@@ -892,9 +892,10 @@ void stage_opened(struct stage *stage, const char *name)
 }
 
 nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sample, void *buffer,
-                           int *fd, nopfs_wire_source *source)
+                           unsigned int timeout_ms, int *fd, nopfs_wire_source *source)
 {
-	struct timespec deadline = nopfs_clock_deadline_after_ms(stage->serve_timeout_ms);
+	struct timespec deadline =
+	        nopfs_clock_deadline_after_ms(timeout_ms ? timeout_ms : stage->serve_timeout_ms);
 	struct stage_rank *asker; /* a local rank, or NULL */
 	uint64_t size;
 	struct claim claim;

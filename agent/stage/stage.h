@@ -104,12 +104,13 @@ void stage_watch_settled(struct stage *stage, uint64_t mark);
 /*
  * Serve sample @sample to @rank (-1: unknown) on request: a read-only file
  * descriptor of a node-local copy in *fd (caller closes it after passing it
- * on) and its source. Waits for a copy being staged up to the serve timeout.
+ * on) and its source. Waits for a copy being fetched or staged up to
+ * @timeout_ms (0: the serve timeout; more for a task told to keep waiting).
  * @buffer has room for the largest sample. Errors: NOPFS_ERR_TIMEOUT,
  * NOPFS_ERR_IO (the sample cannot be read), NOPFS_ERR_RANGE (no such sample).
  */
 nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sample, void *buffer,
-                           int *fd, nopfs_wire_source *source);
+                           unsigned int timeout_ms, int *fd, nopfs_wire_source *source);
 
 /*
  * Stage @rank's samples into an API ring from now on (created on first call)

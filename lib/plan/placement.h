@@ -43,7 +43,7 @@ struct nopfs_placement_input {
 	 * Owner-first: per node (layout->nodes entries), a bit per sample
 	 * (sample k: bit k % 8 of byte k / 8) for what the node already holds
 	 * from an earlier job, or NULL (the array too): a node holding a sample
-	 * owns it (the one reading it most among them, else the first), so the
+	 * owns it (the first reader among them, else the first), so the
 	 * PFS is not read again for it; its readers fill from that node.
 	 */
 	const uint8_t *const *held;

@@ -13,9 +13,11 @@
 #include "placement_internal.h"
 
 /* ------------------------------------------------------------------------
- * 1. Owners: the node reading a sample most, ties to the first reader; a
- *    node that already holds the sample first (placement.h, held): the
- *    readers among them, else the first of them.
+ * 1. Owners: the node reading a sample first, so that the first epoch's
+ *    reads are the owners' own fetches from the PFS and no rank waits on
+ *    another node for them; a node that already holds the sample first
+ *    (placement.h, held): the first reader among them, else the first of
+ *    them.
  */
 
 /* Whether @node holds @sample from an earlier job. */
@@ -45,12 +47,13 @@ static void owner_worker(void *arg)
 		uint32_t owner = NOPFS_NO_NODE, reads = 0;
 		bool held = false;
 
-		/* touched[] is in first-read order: the first maximum wins ties. */
+		/* touched[] is in first-read order: the first reader, or the first that holds it.
+		 */
 		for (unsigned int i = 0; i < touched; i++) {
 			uint32_t n = tally.touched[i];
 			bool has = holds(p, n, k);
 
-			if ((has && !held) || (has == held && tally.count[n] > reads)) {
+			if (owner == NOPFS_NO_NODE || (has && !held)) {
 				reads = tally.count[n];
 				owner = n;
 				held = has;

@@ -253,10 +253,23 @@ static nopfs_status exchange(struct nopfs_channel *channel, struct nopfs_wire_me
 		                                   : "cannot send to the agent";
 		return status;
 	}
-	status = nopfs_wire_receive(channel->socket, channel->buffer, &received, &passed,
-	                            channel->timeout_ms, why);
-	if (status != NOPFS_OK)
-		return status;
+	for (int waits = 0;; waits++) {
+		status = nopfs_wire_receive(channel->socket, channel->buffer, &received, &passed,
+		                            channel->timeout_ms, why);
+		if (status != NOPFS_OK)
+			return status;
+		/*
+		 * The agent is still fetching the sample (every second): each
+		 * WAIT gives the reply another timeout, NOPFS_WAIT_MAX in all.
+		 */
+		if (received.type != NOPFS_WIRE_WAIT ||
+		    received.request_id != request->request_id || passed >= 0)
+			break;
+		if (waits >= NOPFS_WAIT_MAX) {
+			*why = "the agent was still fetching the sample after the longest wait";
+			return NOPFS_ERR_TIMEOUT;
+		}
+	}
 	if (received.request_id != request->request_id) {
 		*why = "reply to another request";
 		status = NOPFS_ERR_FORMAT;
@@ -306,7 +319,7 @@ nopfs_status nopfs_channel_connect(struct nopfs_channel *channel, const char **w
 	channel->inode = st.st_ino;
 	hello.u.hello.pid = (uint32_t)channel->pid;
 	hello.u.hello.rank = channel->rank;
-	hello.u.hello.flags = channel->flags;
+	hello.u.hello.flags = channel->flags | NOPFS_WIRE_FLAG_WAIT;
 	hello.u.hello.plan = channel->plan;
 	status = exchange(channel, &hello, NOPFS_WIRE_WELCOME, &welcome, NULL, why);
 	if (status == NOPFS_OK && welcome.type != NOPFS_WIRE_WELCOME) {

@@ -15,6 +15,8 @@
 #include "wire.h"
 
 #define NOPFS_CHANNEL_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+/* WAITs taken for one request: about 10 minutes, past the agent's own limit */
+#define NOPFS_WAIT_MAX 600
 
 struct nopfs_channel {
 	char socket_path[NOPFS_CHANNEL_PATH_MAX];
@@ -57,7 +59,9 @@ nopfs_status nopfs_channel_connect(struct nopfs_channel *channel, const char **w
 
 /*
  * Send @request (its request id is assigned here) and wait up to the
- * channel's timeout for the reply with the same id, into *reply, with a
+ * channel's timeout for the reply with the same id (each WAIT the agent
+ * sends under that id restarts the timeout, NOPFS_WAIT_MAX times at most:
+ * the sample is being fetched), into *reply, with a
  * passed descriptor in *fd (or -1; the caller owns it). Connects first when
  * needed and the back-off allows (else NOPFS_ERR_UNSUPPORTED, "backing off").
  * A reply that is not one of @expected or ERROR is malformed. On a transport

@@ -29,6 +29,7 @@
 #define RELEASE_LENGTH     16
 #define RING_LENGTH        8
 #define RING_FD_LENGTH     16
+#define WAIT_LENGTH        8
 #define ERROR_FIXED_LENGTH 8
 
 /* Messages up to this size are sent from the stack (OPEN with a long path). */
@@ -116,6 +117,9 @@ static bool length_fits_type(uint16_t type, uint32_t length, const char **why)
 	case NOPFS_WIRE_RING_FD:
 		*why = "RING_FD payload is not 16 bytes";
 		return length == RING_FD_LENGTH;
+	case NOPFS_WIRE_WAIT:
+		*why = "WAIT payload is not 8 bytes";
+		return length == WAIT_LENGTH;
 	}
 	*why = "unknown message type";
 	return false;
@@ -163,6 +167,8 @@ static uint32_t payload_length(const struct nopfs_wire_message *message, bool *v
 		return RING_LENGTH;
 	case NOPFS_WIRE_RING_FD:
 		return RING_FD_LENGTH;
+	case NOPFS_WIRE_WAIT:
+		return WAIT_LENGTH;
 	}
 	*valid = false;
 	return 0;
@@ -227,6 +233,9 @@ static void encode_payload(const struct nopfs_wire_message *message, uint8_t *p)
 		put_u32(p, message->u.ring_fd.slots);
 		put_u32(p + 4, 0);
 		put_u64(p + 8, message->u.ring_fd.bytes);
+		break;
+	case NOPFS_WIRE_WAIT:
+		put_u64(p, message->u.wait.index);
 		break;
 	}
 }
@@ -372,6 +381,9 @@ static nopfs_status decode_payload(const uint8_t *p, uint32_t length, struct nop
 			*why = "RING_FD reserved field is not zero";
 			return NOPFS_ERR_FORMAT;
 		}
+		return NOPFS_OK;
+	case NOPFS_WIRE_WAIT:
+		m->u.wait.index = get_u64(p);
 		return NOPFS_OK;
 	}
 	*why = "unknown message type";

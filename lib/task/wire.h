@@ -35,6 +35,8 @@ typedef enum nopfs_wire_type {
 	NOPFS_WIRE_RING_FD = 11,
 	/* OPEN's layout, for a path under the validation set's root (NOPFS_VAL_DATASET) */
 	NOPFS_WIRE_OPEN_VAL = 12,
+	/* agent to task, under a request's id: still fetching it, keep waiting */
+	NOPFS_WIRE_WAIT = 13,
 } nopfs_wire_type;
 
 /* Where a served copy came from (SAMPLE.source, and the report's keys). */
@@ -50,6 +52,8 @@ typedef enum nopfs_wire_source {
 #define NOPFS_WIRE_FLAG_INTERPOSER 0x1u
 #define NOPFS_WIRE_FLAG_API        0x2u
 #define NOPFS_WIRE_FLAG_RING       0x4u
+/* In HELLO: the task takes WAIT while a request is being fetched. */
+#define NOPFS_WIRE_FLAG_WAIT 0x8u
 
 /* HELLO.plan of a task that does not know the plan its step was planned under. */
 #define NOPFS_WIRE_NO_PLAN UINT32_MAX
@@ -102,6 +106,9 @@ struct nopfs_wire_message {
 			uint32_t slots;
 			uint64_t bytes;
 		} ring_fd;
+		struct {
+			uint64_t index; /* the sample being fetched */
+		} wait;
 		struct {
 			int32_t status;
 			uint32_t length;

@@ -20,7 +20,7 @@ static const char *const mode_names[FAKE_AGENT_MODE_COUNT] = {
 	[FAKE_AGENT_HANG] = "hang",         [FAKE_AGENT_HANG_HELLO] = "hang-hello",
 	[FAKE_AGENT_CLOSE] = "close",       [FAKE_AGENT_GARBAGE] = "garbage",
 	[FAKE_AGENT_NO_FD] = "no-fd",       [FAKE_AGENT_BAD_SIZE] = "bad-size",
-	[FAKE_AGENT_WRONG_ID] = "wrong-id",
+	[FAKE_AGENT_WRONG_ID] = "wrong-id", [FAKE_AGENT_SLOW] = "slow",
 };
 
 int fake_agent_mode_parse(const char *name)
@@ -188,6 +188,15 @@ static bool handle(struct fake_agent *agent, int socket, const struct nopfs_wire
 		}
 		if (mode == FAKE_AGENT_HANG || mode == FAKE_AGENT_HANG_HELLO)
 			return true;
+		for (int t = 0; mode == FAKE_AGENT_SLOW && t < FAKE_AGENT_SLOW_MS; t += 100) {
+			struct nopfs_wire_message wait = { .type = NOPFS_WIRE_WAIT,
+				                           .request_id = m->request_id,
+				                           .u.wait.index = m->u.get.index };
+
+			if (nopfs_wire_send(socket, &wait, -1) != NOPFS_OK)
+				return false;
+			usleep(100 * 1000);
+		}
 		send_copy(agent, socket, m->request_id,
 		          m->type == NOPFS_WIRE_GET ? m->u.get.index : UINT64_MAX, path);
 		return true;

@@ -24,10 +24,12 @@ enum fake_agent_mode {
 	FAKE_AGENT_NO_FD,      /* SAMPLE without its descriptor */
 	FAKE_AGENT_BAD_SIZE,   /* SAMPLE announcing another size than its copy's */
 	FAKE_AGENT_WRONG_ID,   /* SAMPLE answering another request id */
+	FAKE_AGENT_SLOW,       /* WAIT every 100 ms for FAKE_AGENT_SLOW_MS, then the SAMPLE */
 	FAKE_AGENT_MODE_COUNT,
 };
 
 #define FAKE_AGENT_MAX_CLIENTS 32
+#define FAKE_AGENT_SLOW_MS     1000
 
 struct fake_agent {
 	/* Set before fake_agent_start() / fake_agent_listen(). */

@@ -111,6 +111,36 @@ START_TEST(measures_within_budget)
 }
 END_TEST
 
+/*
+ * pfs_bytes_max bounds what the PFS test reads: each thread count its share,
+ * overshot by at most one file per thread (a file is read a chunk at a time,
+ * and these are smaller than a chunk). Unbounded, the slices hold 12 MB.
+ */
+START_TEST(pfs_bytes_are_bounded)
+{
+	struct nopfs_tier_list tiers;
+	struct probe_config config;
+	struct probe_result r;
+	uint64_t largest = files[FILE_COUNT - 1].size, most;
+	int watch;
+
+	ram_and_ssd(&tiers, at("ssd"));
+	config = config_for(&tiers, 1);
+	config.pfs_bytes_max = 300 * 1024;
+	most = config.pfs_bytes_max + POINTS + (1 + 2 + 4) * largest;
+	watch = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ck_assert_int_ge(watch, 0);
+	ck_assert_int_ge(inotify_add_watch(watch, data_dir, IN_OPEN | IN_CLOSE_NOWRITE), 0);
+	ck_assert_int_eq(probe_run(&config, &r), NOPFS_OK);
+	print_figures("bounded", &r);
+	ck_assert_uint_eq(r.pfs_read.points, POINTS); /* every thread count measured */
+	ck_assert_uint_gt(r.pfs_bytes_read, 0);
+	ck_assert_uint_le(r.pfs_bytes_read, most);
+	ck_assert_uint_eq(r.pfs_bytes_read, bytes_closed(watch));
+	close(watch);
+}
+END_TEST
+
 START_TEST(no_files_no_pfs_curve)
 {
 	struct nopfs_tier_list tiers;
@@ -572,6 +602,7 @@ int main(void)
 	}
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, measures_within_budget);
+	tcase_add_test(tc, pfs_bytes_are_bounded);
 	tcase_add_test(tc, no_files_no_pfs_curve);
 	tcase_add_test(tc, cache_is_reused_by_key_and_age);
 	tcase_add_test(tc, bad_cache_is_measured_again);

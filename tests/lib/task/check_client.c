@@ -372,6 +372,32 @@ START_TEST(hanging_agent_costs_one_timeout)
 }
 END_TEST
 
+/*
+ * An agent still fetching says WAIT every 100 ms: the client waits past its
+ * 300 ms timeout and takes the agent's copy, without reading the PFS.
+ */
+START_TEST(waiting_agent_is_waited_for)
+{
+	struct nopfs_client *client;
+	double start, took;
+
+	short_timeout();
+	client = start_and_connect(FAKE_AGENT_SLOW);
+	start = nopfs_clock_seconds();
+	expect_sample(client, 2, "AGENT", NOPFS_FROM_RAM);
+	took = nopfs_clock_seconds() - start;
+	ck_assert_double_ge(took, FAKE_AGENT_SLOW_MS / 1000.0 - 0.01);
+	ck_assert_double_gt(took, 3 * TIMEOUT_MS / 1000.0);
+	/* still connected, not backing off: the next one comes from the agent too */
+	set_mode(FAKE_AGENT_SERVE);
+	expect_sample(client, 3, "AGENT", NOPFS_FROM_RAM);
+	ck_assert_uint_eq(__atomic_load_n(&agent.gets, __ATOMIC_RELAXED), 2);
+	ck_assert_uint_eq(__atomic_load_n(&agent.hellos, __ATOMIC_RELAXED), 1);
+	nopfs_client_disconnect(client);
+	fake_agent_stop(&agent);
+}
+END_TEST
+
 START_TEST(malformed_replies_read_the_pfs)
 {
 	static const int modes[] = { FAKE_AGENT_GARBAGE, FAKE_AGENT_NO_FD, FAKE_AGENT_BAD_SIZE,
@@ -701,6 +727,7 @@ int main(void)
 	tcase_add_test(tc, absent_agent_fails_clearly);
 	tcase_add_test(tc, silent_agent_times_out_on_connect);
 	tcase_add_test(tc, hanging_agent_costs_one_timeout);
+	tcase_add_test(tc, waiting_agent_is_waited_for);
 	tcase_add_test(tc, malformed_replies_read_the_pfs);
 	tcase_add_test(tc, agent_is_used_again_after_backoff);
 	tcase_add_test(tc, agent_dies_mid_run);

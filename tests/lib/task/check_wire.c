@@ -39,6 +39,13 @@ START_TEST(round_trip_every_type)
 	ck_assert_uint_eq(round_trip(&m, &out), 16 + 16);
 	ck_assert_uint_eq(out.u.hello.plan, NOPFS_WIRE_NO_PLAN);
 
+	m.type = NOPFS_WIRE_WAIT;
+	m.u.wait.index = UINT64_C(0x0123456789abcdef);
+	ck_assert_uint_eq(round_trip(&m, &out), 16 + 8);
+	ck_assert_uint_eq(out.type, NOPFS_WIRE_WAIT);
+	ck_assert_uint_eq(out.request_id, 0xfeedbeef);
+	ck_assert_uint_eq(out.u.wait.index, UINT64_C(0x0123456789abcdef));
+
 	m.type = NOPFS_WIRE_WELCOME;
 	m.u.welcome.node = 3;
 	m.u.welcome.world_size = 1024;
@@ -141,6 +148,12 @@ START_TEST(ring_messages)
 	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + 12, &out, &why),
 	                 NOPFS_ERR_FORMAT);
 	ck_assert_ptr_nonnull(strstr(why, "RING payload is not 8 bytes"));
+	m = (struct nopfs_wire_message){ .type = NOPFS_WIRE_WAIT };
+	nopfs_wire_encode(&m, buffer);
+	buffer[8] = 16; /* payload length 16 instead of 8 */
+	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + 16, &out, &why),
+	                 NOPFS_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(why, "WAIT payload is not 8 bytes"));
 }
 END_TEST
 
