@@ -161,9 +161,13 @@ static nopfs_status store_claimed(struct source *source, struct tier *tier, uint
 	return status;
 }
 
-/* Fetch claimed @position of @tier; *fetched says from where. */
+/*
+ * Fetch claimed @position of @tier; *fetched says from where. @ahead (a
+ * copy staged before its need): a replica whose holder cannot give it now
+ * is left absent (NOPFS_ERR_AGAIN) rather than read from the PFS a second time.
+ */
 static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint64_t position,
-                                  void *buffer, enum fetch *fetched)
+                                  void *buffer, bool ahead, enum fetch *fetched)
 {
 	nopfs_sample_id sample = tier->samples[position];
 	enum fetch from = FETCH_PFS;
@@ -176,6 +180,9 @@ static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint
 	} else if (position >= tier->primary_count && read_peer(source, sample, buffer)) {
 		status = NOPFS_OK;
 		from = FETCH_PEER;
+	} else if (ahead && position >= tier->primary_count && source->peer_read) {
+		tier_publish(tier, position, TIER_ABSENT);
+		return NOPFS_ERR_AGAIN;
 	} else {
 		status = read_pfs(source, sample, buffer);
 	}
@@ -187,7 +194,8 @@ static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint
 
 /* source_fill_tier(); *fetched tells whether and where this call fetched it. */
 static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t position,
-                           void *buffer, const struct timespec *deadline, enum fetch *fetched)
+                           void *buffer, const struct timespec *deadline, bool ahead,
+                           enum fetch *fetched)
 {
 	enum tier_state state;
 
@@ -196,7 +204,7 @@ static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t po
 		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
 			return NOPFS_OK;
 		if (tier_claim(tier, position))
-			return fetch_claimed(source, tier, position, buffer, fetched);
+			return fetch_claimed(source, tier, position, buffer, ahead, fetched);
 		state = tier_wait(tier, position, deadline);
 		/* Absent again: a peer fill found nothing and left it; fetch it here. */
 		if (state != TIER_ABSENT)
@@ -212,7 +220,7 @@ nopfs_status source_fill_tier(struct source *source, struct tier *tier, uint64_t
 {
 	enum fetch fetched;
 
-	return ensure(source, tier, position, buffer, deadline, &fetched);
+	return ensure(source, tier, position, buffer, deadline, false, &fetched);
 }
 
 bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64_t position,
@@ -227,6 +235,16 @@ bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64
 		return false;
 	}
 	return store_claimed(source, tier, position, NOPFS_OK, buffer, TIER_ABSENT) == NOPFS_OK;
+}
+
+/* Whether another node keeps @sample's primary copy and this node can ask it. */
+static bool kept_elsewhere(const struct source *source, nopfs_sample_id sample)
+{
+	uint32_t node;
+
+	return source->peer_read &&
+	       nopfs_placement_locate(source->job->placement, sample, &node, NULL) &&
+	       node != source->job->node;
 }
 
 /* Where a copy from @tier comes from, as the wire and the report say it. */
@@ -292,11 +310,11 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 
 		status = position < 0 ? NOPFS_ERR_INTERNAL
 		                      : ensure(source, tier, (uint64_t)position, buffer, deadline,
-		                               &fetched);
+		                               !deadline, &fetched);
 		if (status == NOPFS_OK)
 			return copy_from_tier(source, tier, (uint64_t)position, fetched, fd, buffer,
 			                      from);
-		if (status == NOPFS_ERR_TIMEOUT)
+		if (status == NOPFS_ERR_TIMEOUT || status == NOPFS_ERR_AGAIN)
 			return status;
 		/* The tier could not get it: try the PFS directly below. */
 	} else if (read_kept(source, sample, buffer)) {
@@ -305,6 +323,8 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 	} else if (read_peer(source, sample, buffer)) {
 		*from = NOPFS_FROM_PEER;
 		return deliver(fd, buffer, size);
+	} else if (!deadline && kept_elsewhere(source, sample)) {
+		return NOPFS_ERR_AGAIN; /* staged ahead: its holder gives it at the request */
 	}
 	status = read_pfs(source, sample, buffer);
 	if (status != NOPFS_OK)

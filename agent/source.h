@@ -70,7 +70,11 @@ void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg
  * is fetched into it first if it is not there yet (waiting for the thread
  * fetching it until @deadline, NULL: no limit; CLOCK_MONOTONIC). *@from says
  * where the copy came from. NOPFS_ERR_TIMEOUT past the deadline; else the
- * PFS read's or the copy's error.
+ * PFS read's or the copy's error. Without a deadline the copy is made ahead
+ * of its need (staging): a sample whose primary copy another node keeps is
+ * not read from the PFS when that node cannot give it now (NOPFS_ERR_AGAIN:
+ * the rank's request gets it later, by then from that node), so the PFS
+ * never sees it twice.
  */
 nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, void *buffer,
                          const struct timespec *deadline, nopfs_wire_source *from);
