@@ -889,15 +889,20 @@ static nopfs_status fill_for_peer(void *arg, nopfs_sample_id sample, void *buffe
 
 /*
  * The slowest rate a sample for a peer is expected to move at: read from the
- * PFS while every node reads it, this node's best PFS rate shared by all the
- * nodes (0 when the PFS was not measured: the fixed deadline alone).
+ * PFS while every node reads it and, on its holder, beside the holder's
+ * other reads (its stagers, a prefetcher and a rank's request): this node's
+ * best PFS rate shared by all the nodes and by those (0 when the PFS was not
+ * measured: the fixed deadline alone). A 16 MB sample a holder first reads
+ * from a contended PFS is then waited for, not fetched a second time.
  */
 static double slow_rate(struct agent *agent)
 {
 	struct nopfs_model model = { .tiers = agent->options.tiers.count };
+	unsigned int readers = agent->options.stage_threads + 2;
 
 	probe_fill_model(&agent->probe, &agent->options.tiers, &model);
-	return model.pfs_client_limit / (agent->bootstrap.nodes ? agent->bootstrap.nodes : 1);
+	return model.pfs_client_limit / (agent->bootstrap.nodes ? agent->bootstrap.nodes : 1) /
+	       readers;
 }
 
 /* What a node without a data plane publishes instead of its record. */

@@ -69,6 +69,7 @@ AGENT_SYSTEM_TESTS = \
 	tests/agent/system/test_malformed.py \
 	tests/agent/system/test_shm_full.py \
 	tests/agent/system/test_stop_phases.py \
+	tests/agent/system/test_wait.py \
 	tests/agent/system/test_resume.py \
 	tests/agent/system/test_stage_ahead.py \
 	tests/agent/system/test_verify.py \

@@ -17,6 +17,7 @@ TOP_SRCDIR = os.path.abspath(os.environ.get("top_srcdir", "."))
 TOP_BUILDDIR = os.path.abspath(os.environ.get("top_builddir", "."))
 AGENT = os.path.join(TOP_BUILDDIR, "nopfs-agent")
 REPORT = os.path.join(TOP_BUILDDIR, "nopfs-report")
+PFS = os.path.join(TOP_BUILDDIR, "contrib", "pfs-emulator", "nopfs-pfs")
 PRELOAD = os.path.join(TOP_BUILDDIR, "lib", ".libs", "libnopfs_preload.so")
 # A sanitizer build: the instrumented interposer loads after the runtime.
 if os.environ.get("NOPFS_SANITIZER_RUNTIME"):
@@ -41,6 +42,25 @@ def private_mounts(script):
     os.environ["NOPFS_TEST_PRIVATE_MOUNTS"] = "1"
     os.execvp("unshare", ["unshare", "--mount", "--propagation", "private",
                           sys.executable, os.path.abspath(script)])
+
+
+def mount_pfs(source, options):
+    """Mount @source through the emulated PFS (nopfs-pfs @options) at a new
+    directory; returns (its process, the mount point)."""
+    point = tempfile.mkdtemp(prefix="nopfs-test-pfs-")
+    process = subprocess.Popen([PFS] + options + [source, point], stdout=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while not os.path.ismount(point):
+        if process.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"nopfs-pfs did not mount {point}")
+        time.sleep(0.05)
+    return process, point
+
+
+def unmount_pfs(process, point):
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=10)
+    os.rmdir(point)
 
 
 def used_bytes(path):

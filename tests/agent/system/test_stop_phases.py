@@ -10,33 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 harness.private_mounts(__file__)
-PFS = os.path.join(harness.TOP_BUILDDIR, "contrib", "pfs-emulator", "nopfs-pfs")
-
-
-def mount(source, options):
-    point = tempfile.mkdtemp(prefix="nopfs-stop-pfs-")
-    process = subprocess.Popen([PFS] + options + [source, point], stdout=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while not os.path.ismount(point):
-        if process.poll() is not None or time.time() > deadline:
-            raise RuntimeError(f"nopfs-pfs did not mount {point}")
-        time.sleep(0.05)
-    return process, point
-
-
-def unmount(process, point):
-    process.send_signal(signal.SIGTERM)
-    process.wait(timeout=10)
-    os.rmdir(point)
-
-
 def wait_for_log(agent, text, timeout=30):
     """Until @text is in the agent's log (None: until its log exists)."""
     deadline = time.time() + timeout
@@ -50,7 +29,7 @@ def wait_for_log(agent, text, timeout=30):
 
 
 def stop_in(ws, phase, pfs_options, wait_text, extra):
-    process, point = mount(ws.data, pfs_options)
+    process, point = harness.mount_pfs(ws.data, pfs_options)
     data = ws.data
     ws.data = point  # the agent reads the dataset through the slow PFS
     agent = None
@@ -79,7 +58,7 @@ def stop_in(ws, phase, pfs_options, wait_text, extra):
         if agent:
             agent.kill()
         ws.data = data
-        unmount(process, point)
+        harness.unmount_pfs(process, point)
 
 
 ws = harness.Workspace(samples=300, classes=30)
