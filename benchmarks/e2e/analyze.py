@@ -23,10 +23,26 @@ taken run by run (run K of each, which ran in the same round):
   pfs.json     optional: {"bytes_read": N} measured by the emulated PFS for
                the run (the ground truth of PFS traffic);
   report.json  optional: nopfs's merged job report (nopfs runs).
+RESULTS/REGIME/sizes.json, optional: {"seed": N, "sizes": [bytes of each
+sample in the script's order]}; with it, a regime whose dataset does not fit
+gets its partial-cache bound (below).
 CONFIG is plain, nopfs or noio (train.py --synthetic), and mpi-plain,
 mpi-nopfs, mpi-noio the same with the MPI training program; nopfs-unsaid is
 nopfs resumed without --nopfs-start-epoch (the agents find where the ranks
 read), held to nopfs's targets.
+
+The partial-cache bound of a regime whose dataset does not fit the cache
+(meta.json's cache_bytes, C): the sampler (torch's DistributedSampler,
+shuffle=True, the seed, set_epoch(e)) is replayed over the sizes, and each
+sample's use after its first is a hit only if a cache kept it since its use
+before. With at most C bytes kept at every step, the intervals that end
+first, each kept as much as its steps have room for, hold the most bytes
+any cache can (a clairvoyant one, evicting by reuse distance, all nodes'
+caches as one, parts of samples allowed). What is left each epoch no cache
+of C bytes can avoid reading from the PFS, at
+the PFS's rate measured by plain (its bytes per epoch over its epochs >= 1
+time). An epoch then takes at least max(no-I/O epoch, those reads at that
+rate): the reads overlap compute. Needs torch (for the sampler).
 
 Prints one table per regime, then the targets, each as
 "target ... : measured ... : met|NOT met|n/a". Epoch time = the last t_done
@@ -60,7 +76,7 @@ META_INTS = ["dataset_bytes", "samples", "epochs", "nodes", "ranks"]
 CDF_POINTS = 2000
 
 # the targets
-NOIO_SLACK = 1.05      # nopfs epochs >= 1 within 5% of no I/O
+NOIO_SLACK = 1.05      # nopfs epochs >= 1 within 5% of no I/O (of the partial-cache bound)
 SPEEDUP = 3.0          # plain / nopfs, epochs >= 1
 EPOCH0 = 1.0           # nopfs epoch 0 not slower than plain
 PFS_BOUND = 1.02       # PFS bytes / S when the dataset fits
@@ -439,7 +455,102 @@ def at_most(regime, what, a, b, figure, bound, missing="n/a"):
                   ratio <= bound)
 
 
-def regime_targets(regime, runs, fits, why):
+def sampler_streams(samples, ranks, seed, epoch):
+    """Each rank's sample indices in @epoch, as torch's DistributedSampler
+    (shuffle=True, drop_last=False) gives them."""
+    import torch
+
+    generator = torch.Generator()
+    generator.manual_seed(seed + epoch)
+    order = torch.randperm(samples, generator=generator).tolist()
+    total = -(-samples // ranks) * ranks
+    while len(order) < total:
+        order += order[:total - len(order)]
+    return [order[r:total:ranks] for r in range(ranks)]
+
+
+def unavoidable_reads(sizes, ranks, seed, first, epochs, cache):
+    """{epoch: bytes no cache of @cache bytes can avoid reading from the PFS}
+    for the epochs @first to @epochs - 1 (see the module's text)."""
+    import numpy
+
+    last, intervals, read = {}, [], {}
+    steps = 0
+    for epoch in range(first, epochs):
+        streams = sampler_streams(len(sizes), ranks, seed, epoch)
+        steps = len(streams[0])
+        read[epoch] = 0
+        for step in range(steps):
+            t = (epoch - first) * steps + step
+            for stream in streams:
+                k = stream[step]
+                read[epoch] += sizes[k]
+                if k in last:
+                    intervals.append((t, last[k], sizes[k], epoch))
+                last[k] = t
+    # Held from a use to the next: at most @cache bytes at every step. Taking
+    # the intervals that end first, each as much as every step it spans has
+    # room for, holds the most bytes any cache can (interval packing).
+    room = numpy.full((epochs - first) * steps + 1, float(cache))
+    hits = dict.fromkeys(read, 0.0)
+    for end, start, size, epoch in sorted(intervals):
+        held = min(float(size), room[start:end].min()) if end > start else float(size)
+        if held > 0:
+            room[start:end] -= held
+            hits[epoch] += held
+    return {e: read[e] - hits[e] for e in read}
+
+
+class Bound:
+    """A regime's partial-cache bound, or why there is none (.later NaN)."""
+
+    def __init__(self, runs, regime_dir, fits):
+        self.later, self.why = math.nan, None
+        if fits is not False or not runs:
+            return
+        by_config = {run.config: run for run in runs}
+        plain, noio = by_config.get("plain"), by_config.get("noio")
+        meta = runs[0].meta
+        path = os.path.join(regime_dir, "sizes.json")
+        if plain is None or noio is None or not valid(plain.later, noio.later):
+            self.why = "needs plain and noio with 2 epochs or more"
+            return
+        if "cache_bytes" not in meta:
+            self.why = "needs meta.json's cache_bytes"
+            return
+        document = load_json(path, False)
+        sizes = document.get("sizes") if isinstance(document, dict) else None
+        if not isinstance(sizes, list) or len(sizes) != meta["samples"] or \
+                not all(isinstance(x, int) and x >= 0 for x in sizes) or \
+                not isinstance(document.get("seed"), int):
+            self.why = f"needs {path} with the seed and {meta['samples']} sizes"
+            return
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            self.why = "needs torch for the sampler"
+            return
+        first = meta.get("start_epoch", 0)
+        self.cache = meta["cache_bytes"]
+        unavoidable = unavoidable_reads(sizes, meta["ranks"], document["seed"], first,
+                                        meta["epochs"], self.cache)
+        # the PFS's rate as plain measured it: its epochs >= 1 read the dataset each
+        self.rate = sum(sizes) / plain.later
+        later = [e for e in unavoidable if e > first]
+        self.reads = sum(unavoidable[e] for e in later) / len(later) / sum(sizes)
+        self.noio = noio.later
+        self.later = sum(max(noio.later, unavoidable[e] / self.rate) for e in later) / len(later)
+
+    def line(self):
+        if math.isnan(self.later):
+            return f"partial-cache bound: n/a ({self.why})" if self.why else None
+        return (f"partial-cache bound: epochs>=1 {self.later:.3f} s = max(no-I/O "
+                f"{self.noio:.3f} s, reads no cache of {format_bytes(self.cache)} can avoid: "
+                f"{self.reads:.3f} x S per epoch at the PFS's {format_bytes(self.rate)}/s, "
+                f"plain's)")
+
+
+def regime_targets(regime, runs, fits, why, bound=None):
     by_config = {run.config: run for run in runs}
     targets = []
     for name in NOPFS_CONFIGS:
@@ -449,7 +560,15 @@ def regime_targets(regime, runs, fits, why):
         noio = by_config.get(prefix + "noio") or by_config.get("noio")
         if nopfs is None:
             continue
-        if noio is not None:
+        if bound is not None and not math.isnan(bound.later) and name == "nopfs":
+            what = f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x the partial-cache bound"
+            if valid(nopfs.later):
+                ratio = nopfs.later / bound.later
+                targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.later:.3f} s vs "
+                                      f"{bound.later:.3f} s)", ratio <= NOIO_SLACK))
+            else:
+                targets.append(Target(regime, what, "n/a (needs 2 epochs or more)", None))
+        elif noio is not None:
             targets.append(at_most(regime, f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x {noio.config}",
                                    nopfs, noio, "later", NOIO_SLACK,
                                    "n/a (needs 2 epochs or more)"))
@@ -580,6 +699,8 @@ def print_regime(regime, out):
                   f"{meta['path']} in {', '.join(differ)}", file=out)
     for warning in consistency_warnings(runs):
         print(f"warning: {warning}", file=out)
+    if regime.bound.line():
+        print(regime.bound.line(), file=out)
     for target in targets:
         print(target.line(), file=out)
     print(file=out)
@@ -719,14 +840,19 @@ def order_key(config):
 
 
 class Regime:
-    def __init__(self, name, runs, problems):
+    def __init__(self, name, runs, problems, regime_dir):
         self.name, self.runs = name, runs
         try:
             self.fits, self.why = dataset_fits(runs)
         except InputError as e:
             problems.append(f"{name}: {e}")
             self.fits, self.why = None, "unknown: bad input"
-        self.targets = regime_targets(name, runs, self.fits, self.why)
+        try:
+            self.bound = Bound(runs, regime_dir, self.fits)
+        except InputError as e:
+            problems.append(f"{name}: {e}")
+            self.bound = Bound([], regime_dir, None)
+        self.targets = regime_targets(name, runs, self.fits, self.why, self.bound)
 
 
 def collect(results, problems):
@@ -758,7 +884,7 @@ def collect(results, problems):
             except InputError as e:
                 problems.append(f"{name}/{config}: skipped: {e}")
         if runs:
-            regimes.append(Regime(name, runs, problems))
+            regimes.append(Regime(name, runs, problems, regime_dir))
     return regimes
 
 
