@@ -17,6 +17,16 @@ static const char *const from_names[] = { "staging", "the node's RAM tier", "the
 /* Where a tier's sample was fetched from by the call that made it present. */
 enum fetch { FETCH_NONE, FETCH_PFS, FETCH_PEER, FETCH_KEPT };
 
+/*
+ * Who waits for a fetch: a rank's request or a peer (now, with a deadline),
+ * a tier's prefetcher (later), a stager copying ahead of the need (ahead).
+ */
+enum need { NEED_NOW, NEED_LATER, NEED_AHEAD };
+
+/* How long a read for later waits while reads someone waits for have the PFS. */
+#define DEMAND_FIRST_MAX_MS 1000
+#define DEMAND_POLL_MS      10
+
 void source_init(struct source *source, const struct job *job, struct tier_set *tiers,
                  struct agent_stats *stats)
 {
@@ -125,6 +135,30 @@ static nopfs_status read_pfs(struct source *source, nopfs_sample_id sample, void
 	return status;
 }
 
+/*
+ * read_pfs() for a fetch of @need: one someone waits for is counted while it
+ * reads; one for later first lets those have the node's share of the PFS
+ * (at most DEMAND_FIRST_MAX_MS: prefetch still moves on under steady demand).
+ */
+static nopfs_status read_pfs_for(struct source *source, nopfs_sample_id sample, void *buffer,
+                                 enum need need)
+{
+	const struct timespec poll = { 0, DEMAND_POLL_MS * 1000000L };
+	nopfs_status status;
+
+	if (need != NEED_NOW) {
+		for (int waited = 0;
+		     atomic_load(&source->demand_reads) > 0 && waited < DEMAND_FIRST_MAX_MS;
+		     waited += DEMAND_POLL_MS)
+			nanosleep(&poll, NULL);
+		return read_pfs(source, sample, buffer);
+	}
+	atomic_fetch_add(&source->demand_reads, 1);
+	status = read_pfs(source, sample, buffer);
+	atomic_fetch_sub(&source->demand_reads, 1);
+	return status;
+}
+
 /* Whether an earlier job kept @sample here, and its bytes are right (and, with --verify, known). */
 static bool read_kept(struct source *source, nopfs_sample_id sample, void *buffer)
 {
@@ -162,12 +196,12 @@ static nopfs_status store_claimed(struct source *source, struct tier *tier, uint
 }
 
 /*
- * Fetch claimed @position of @tier; *fetched says from where. @ahead (a
- * copy staged before its need): a replica whose holder cannot give it now
+ * Fetch claimed @position of @tier for @need; *fetched says from where. A
+ * copy staged ahead of its need: a replica whose holder cannot give it now
  * is left absent (NOPFS_ERR_AGAIN) rather than read from the PFS a second time.
  */
 static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint64_t position,
-                                  void *buffer, bool ahead, enum fetch *fetched)
+                                  void *buffer, enum need need, enum fetch *fetched)
 {
 	nopfs_sample_id sample = tier->samples[position];
 	enum fetch from = FETCH_PFS;
@@ -180,11 +214,11 @@ static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint
 	} else if (position >= tier->primary_count && read_peer(source, sample, buffer)) {
 		status = NOPFS_OK;
 		from = FETCH_PEER;
-	} else if (ahead && position >= tier->primary_count && source->peer_read) {
+	} else if (need == NEED_AHEAD && position >= tier->primary_count && source->peer_read) {
 		tier_publish(tier, position, TIER_ABSENT);
 		return NOPFS_ERR_AGAIN;
 	} else {
-		status = read_pfs(source, sample, buffer);
+		status = read_pfs_for(source, sample, buffer, need);
 	}
 	status = store_claimed(source, tier, position, status, buffer, TIER_FAILED);
 	if (status == NOPFS_OK)
@@ -194,7 +228,7 @@ static nopfs_status fetch_claimed(struct source *source, struct tier *tier, uint
 
 /* source_fill_tier(); *fetched tells whether and where this call fetched it. */
 static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t position,
-                           void *buffer, const struct timespec *deadline, bool ahead,
+                           void *buffer, const struct timespec *deadline, enum need need,
                            enum fetch *fetched)
 {
 	enum tier_state state;
@@ -204,7 +238,7 @@ static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t po
 		if (atomic_load(&tier->state[position]) == TIER_PRESENT)
 			return NOPFS_OK;
 		if (tier_claim(tier, position))
-			return fetch_claimed(source, tier, position, buffer, ahead, fetched);
+			return fetch_claimed(source, tier, position, buffer, need, fetched);
 		state = tier_wait(tier, position, deadline);
 		/* Absent again: a peer fill found nothing and left it; fetch it here. */
 		if (state != TIER_ABSENT)
@@ -220,7 +254,8 @@ nopfs_status source_fill_tier(struct source *source, struct tier *tier, uint64_t
 {
 	enum fetch fetched;
 
-	return ensure(source, tier, position, buffer, deadline, false, &fetched);
+	return ensure(source, tier, position, buffer, deadline, deadline ? NEED_NOW : NEED_LATER,
+	              &fetched);
 }
 
 bool source_fill_tier_from_peer(struct source *source, struct tier *tier, uint64_t position,
@@ -310,7 +345,7 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 
 		status = position < 0 ? NOPFS_ERR_INTERNAL
 		                      : ensure(source, tier, (uint64_t)position, buffer, deadline,
-		                               !deadline, &fetched);
+		                               deadline ? NEED_NOW : NEED_AHEAD, &fetched);
 		if (status == NOPFS_OK)
 			return copy_from_tier(source, tier, (uint64_t)position, fetched, fd, buffer,
 			                      from);
@@ -326,7 +361,7 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 	} else if (!deadline && kept_elsewhere(source, sample)) {
 		return NOPFS_ERR_AGAIN; /* staged ahead: its holder gives it at the request */
 	}
-	status = read_pfs(source, sample, buffer);
+	status = read_pfs_for(source, sample, buffer, deadline ? NEED_NOW : NEED_AHEAD);
 	if (status != NOPFS_OK)
 		return status;
 	*from = NOPFS_FROM_PFS;

@@ -42,6 +42,8 @@ struct source {
 	 */
 	_Atomic uint64_t *sums;
 	uint64_t sum_count;
+	/* PFS reads in flight that a request or a peer waits for: reads for later yield */
+	atomic_uint demand_reads;
 };
 
 /* Get samples of @job from @tiers and the PFS, counting in @stats (all borrowed). */
