@@ -205,6 +205,23 @@ make_data() {
 	DATA_SAMPLES=${BASH_REMATCH[1]}
 	DATA_BYTES=${BASH_REMATCH[2]}
 	echo "# $1/$2: $DATA_SAMPLES samples, $DATA_BYTES bytes; tier ram:${TIER_MB}M per node"
+	# the samples' sizes in the script's order, and the seed: analyze.py's
+	# partial-cache bound replays the sampler over them
+	mkdir -p "$OUT/$1-$2"
+	"$PYTHON" - "$DATA" "$INDEX" "$OUT/$1-$2/sizes.json" <<'PY'
+import json, os, sys
+data, index, out = sys.argv[1:4]
+if index:
+    with open(index) as f:
+        paths = [line.split("\t")[0] for line in f if line.strip()]
+    paths = [p if os.path.isabs(p) else os.path.join(data, p) for p in paths]
+else:  # ImageFolder: classes and files sorted by name
+    paths = [os.path.join(data, c, f) for c in sorted(os.listdir(data))
+             if os.path.isdir(os.path.join(data, c))
+             for f in sorted(os.listdir(os.path.join(data, c))) if f.endswith(".JPEG")]
+with open(out, "w") as f:
+    json.dump({"seed": 42, "sizes": [os.path.getsize(p) for p in paths]}, f)
+PY
 }
 
 # run_config KIND REGIME CONFIG ROUND: into CONFIG/run-ROUND when repeated
