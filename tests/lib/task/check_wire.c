@@ -112,6 +112,19 @@ START_TEST(round_trip_every_type)
 }
 END_TEST
 
+/* A @type message whose header says @length payload bytes is refused, saying @why. */
+static void expect_wrong_length(nopfs_wire_type type, uint8_t length, const char *why)
+{
+	struct nopfs_wire_message m = { .type = type }, out;
+	const char *said = NULL;
+
+	nopfs_wire_encode(&m, buffer);
+	buffer[8] = length;
+	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + length, &out, &said),
+	                 NOPFS_ERR_FORMAT);
+	ck_assert_ptr_nonnull(strstr(said, why));
+}
+
 START_TEST(ring_messages)
 {
 	struct nopfs_wire_message m = { .type = NOPFS_WIRE_RELEASE, .request_id = 3 }, out;
@@ -142,18 +155,8 @@ START_TEST(ring_messages)
 	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + 16, &out, &why),
 	                 NOPFS_ERR_FORMAT);
 	ck_assert_ptr_nonnull(strstr(why, "RING_FD reserved"));
-	m = (struct nopfs_wire_message){ .type = NOPFS_WIRE_RING };
-	nopfs_wire_encode(&m, buffer);
-	buffer[8] = 12; /* payload length 12 instead of 8 */
-	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + 12, &out, &why),
-	                 NOPFS_ERR_FORMAT);
-	ck_assert_ptr_nonnull(strstr(why, "RING payload is not 8 bytes"));
-	m = (struct nopfs_wire_message){ .type = NOPFS_WIRE_WAIT };
-	nopfs_wire_encode(&m, buffer);
-	buffer[8] = 16; /* payload length 16 instead of 8 */
-	ck_assert_int_eq(nopfs_wire_decode(buffer, NOPFS_WIRE_HEADER_SIZE + 16, &out, &why),
-	                 NOPFS_ERR_FORMAT);
-	ck_assert_ptr_nonnull(strstr(why, "WAIT payload is not 8 bytes"));
+	expect_wrong_length(NOPFS_WIRE_RING, 12, "RING payload is not 8 bytes");
+	expect_wrong_length(NOPFS_WIRE_WAIT, 16, "WAIT payload is not 8 bytes");
 }
 END_TEST
 
