@@ -205,8 +205,11 @@ make_data() {
 	DATA_SAMPLES=${BASH_REMATCH[1]}
 	DATA_BYTES=${BASH_REMATCH[2]}
 	echo "# $1/$2: $DATA_SAMPLES samples, $DATA_BYTES bytes; tier ram:${TIER_MB}M per node"
-	# the samples' sizes in the script's order, and the seed: analyze.py's
-	# partial-cache bound replays the sampler over them
+}
+
+# save_sizes KIND REGIME: the samples' sizes in the script's order, and the
+# seed, for analyze.py's partial-cache bound (it replays the sampler)
+save_sizes() {
 	mkdir -p "$OUT/$1-$2"
 	"$PYTHON" - "$DATA" "$INDEX" "$OUT/$1-$2/sizes.json" <<'PY'
 import json, os, sys
@@ -300,6 +303,7 @@ for kind in "${kinds[@]}"; do
 			configs+=(mpi-plain mpi-nopfs mpi-noio)
 		fi
 		rm -rf "${OUT:?}/$kind-$regime" "${E2E:?}/runs/$kind-$regime"
+		save_sizes "$kind" "$regime"
 		for ((round = 1; round <= REPEAT; round++)); do
 			for config in "${configs[@]}"; do
 				run_config "$kind" "$regime" "$config" "$round" || failed=1
