@@ -73,8 +73,9 @@ static void connection_busy(struct server_connection *c, const struct nopfs_wire
 
 /*
  * Accept thread: tell each task whose request has been fetched for a second
- * since it was last told to keep waiting. A socket that cannot take the
- * message now (a task that does not read) is skipped, never waited on.
+ * since it was last told to keep waiting. A connection whose thread is
+ * sending, or whose socket cannot take the message now (a task that does not
+ * read), is skipped this time: the accept thread never waits on a task.
  */
 static void tell_waiting(struct server *server)
 {
@@ -84,7 +85,8 @@ static void tell_waiting(struct server *server)
 	for (struct server_connection *c = server->connections; c; c = c->next) {
 		struct pollfd out = { .fd = c->fd, .events = POLLOUT };
 
-		pthread_mutex_lock(&c->send_lock);
+		if (pthread_mutex_trylock(&c->send_lock) != 0)
+			continue;
 		if (!c->finished && c->busy && now - c->waited_ns >= WAIT_INTERVAL_NS &&
 		    poll(&out, 1, 0) == 1 && (out.revents & POLLOUT)) {
 			struct nopfs_wire_message wait = { .type = NOPFS_WIRE_WAIT,
