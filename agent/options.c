@@ -272,7 +272,7 @@ static const struct nopfs_option option_rows[] = {
 	                 FIELD(serve_timeout_ms), 1, 3600000) },
 	{ NOPFS_OPT_UINT("wait-timeout-ms", "MS",
 	                 "the same for a task told every second that its sample is\n"
-	                 "still being fetched (WAIT; default 300000)",
+	                 "still being fetched (WAIT; default 60000)",
 	                 FIELD(wait_timeout_ms), 1, 3600000) },
 	{ NOPFS_OPT_FLAG("verify",
 	                 "check every copy of a sample (RAM, SSD, another node) against\n"
@@ -449,7 +449,7 @@ nopfs_status agent_options_parse(int argc, char **argv, struct agent_options *co
 		.stage_window = 256,
 		.stage_threads = 2,
 		.serve_timeout_ms = 5000,
-		.wait_timeout_ms = 300000,
+		.wait_timeout_ms = 60000,
 		.max_sample_size = AGENT_MAX_SAMPLE_SIZE_DEFAULT,
 		.merge_wait = 5,
 		.fence_timeout = 60,

@@ -39,6 +39,7 @@ struct server_connection {
 	uint32_t busy_id;
 	uint64_t busy_index;
 	uint64_t waited_ns; /* when it was last told to wait (or started) */
+	uint64_t busy_ns;   /* when the request started */
 	pthread_t thread;
 	bool finished;
 	struct server_connection *next;
@@ -67,19 +68,22 @@ static void connection_busy(struct server_connection *c, const struct nopfs_wire
 	c->busy = c->takes_wait;
 	c->busy_id = m->request_id;
 	c->busy_index = index;
-	c->waited_ns = nopfs_clock_now_ns();
+	c->waited_ns = c->busy_ns = nopfs_clock_now_ns();
 	pthread_mutex_unlock(&c->send_lock);
 }
 
 /*
  * Accept thread: tell each task whose request has been fetched for a second
- * since it was last told to keep waiting. A connection whose thread is
- * sending, or whose socket cannot take the message now (a task that does not
- * read), is skipped this time: the accept thread never waits on a task.
+ * since it was last told to keep waiting, and for less than the wait
+ * timeout (past it the request is answered, or stuck: the task must give
+ * up). A connection whose thread is sending, or whose socket cannot take
+ * the message now (a task that does not read), is skipped this time: the
+ * accept thread never waits on a task.
  */
 static void tell_waiting(struct server *server)
 {
 	uint64_t now = nopfs_clock_now_ns();
+	uint64_t longest = (uint64_t)server->wait_timeout_ms * 1000000u;
 
 	pthread_mutex_lock(&server->lock);
 	for (struct server_connection *c = server->connections; c; c = c->next) {
@@ -88,7 +92,8 @@ static void tell_waiting(struct server *server)
 		if (pthread_mutex_trylock(&c->send_lock) != 0)
 			continue;
 		if (!c->finished && c->busy && now - c->waited_ns >= WAIT_INTERVAL_NS &&
-		    poll(&out, 1, 0) == 1 && (out.revents & POLLOUT)) {
+		    now - c->busy_ns < longest && poll(&out, 1, 0) == 1 &&
+		    (out.revents & POLLOUT)) {
 			struct nopfs_wire_message wait = { .type = NOPFS_WIRE_WAIT,
 				                           .request_id = c->busy_id,
 				                           .u.wait.index = c->busy_index };
