@@ -455,15 +455,16 @@ def at_most(regime, what, a, b, figure, bound, missing="n/a"):
                   ratio <= bound)
 
 
-def sampler_streams(samples, ranks, seed, epoch):
+def sampler_streams(samples, ranks, seed, epoch, drop_last=False):
     """Each rank's sample indices in @epoch, as torch's DistributedSampler
-    (shuffle=True, drop_last=False) gives them."""
+    (shuffle=True) gives them: padded to a multiple of @ranks by repeating
+    the order's head, or its tail dropped with @drop_last."""
     import torch
 
     generator = torch.Generator()
     generator.manual_seed(seed + epoch)
     order = torch.randperm(samples, generator=generator).tolist()
-    total = -(-samples // ranks) * ranks
+    total = samples // ranks * ranks if drop_last else -(-samples // ranks) * ranks
     while len(order) < total:
         order += order[:total - len(order)]
     return [order[r:total:ranks] for r in range(ranks)]

@@ -18,6 +18,12 @@ import os
 import re
 import sys
 
+# the sampler's replay that analyze.py's partial-cache bound uses: checked
+# here against the order train.py read in
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "benchmarks", "e2e"))
+from analyze import sampler_streams  # noqa: E402
+
 HEADER = ["rank", "epoch", "batch", "samples", "bytes", "t_request", "t_ready", "t_done"]
 MASK64 = (1 << 64) - 1
 
@@ -36,25 +42,6 @@ def dataset_files(data, index):
             if name.endswith(".JPEG"):
                 paths.append(os.path.join(data, cls, name))
     return paths
-
-
-def rank_indices(count, ranks, rank, epoch, seed, drop_last):
-    """torch DistributedSampler's indices for @rank in @epoch (shuffle on)."""
-    import torch
-
-    generator = torch.Generator()
-    generator.manual_seed(seed + epoch)
-    indices = torch.randperm(count, generator=generator).tolist()
-    if drop_last:
-        per_rank = count // ranks
-        indices = indices[:per_rank * ranks]
-    else:
-        per_rank = -(-count // ranks)
-        padding = per_rank * ranks - count
-        while padding > 0:
-            indices += indices[:padding]
-            padding = per_rank * ranks - len(indices)
-    return indices[rank::ranks]
 
 
 def read_csv(path):
@@ -81,8 +68,8 @@ def check_runs(args):
         rows = read_csv(path)
         check = 0
         for epoch in range(args.epochs):
-            indices = rank_indices(len(files), args.ranks, rank, epoch, args.seed,
-                                   args.drop_last)
+            indices = sampler_streams(len(files), args.ranks, args.seed, epoch,
+                                      args.drop_last)[rank]
             mine = [r for r in rows if r[1] == epoch]
             assert all(r[0] == rank for r in mine), f"{path}: rows of another rank"
             assert [r[2] for r in mine] == list(range(len(mine))), \
