@@ -334,6 +334,7 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 	const struct job *job = source->job;
 	uint64_t size = nopfs_catalog_size(job->catalog, sample);
 	int t = nopfs_placement_tier_on(job->placement, job->node, sample);
+	enum need need = deadline ? NEED_NOW : NEED_AHEAD; /* a request, or staging */
 	nopfs_status status;
 
 	if (!job_serves(job, sample))
@@ -345,7 +346,7 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 
 		status = position < 0 ? NOPFS_ERR_INTERNAL
 		                      : ensure(source, tier, (uint64_t)position, buffer, deadline,
-		                               deadline ? NEED_NOW : NEED_AHEAD, &fetched);
+		                               need, &fetched);
 		if (status == NOPFS_OK)
 			return copy_from_tier(source, tier, (uint64_t)position, fetched, fd, buffer,
 			                      from);
@@ -358,10 +359,10 @@ nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, 
 	} else if (read_peer(source, sample, buffer)) {
 		*from = NOPFS_FROM_PEER;
 		return deliver(fd, buffer, size);
-	} else if (!deadline && kept_elsewhere(source, sample)) {
+	} else if (need == NEED_AHEAD && kept_elsewhere(source, sample)) {
 		return NOPFS_ERR_AGAIN; /* staged ahead: its holder gives it at the request */
 	}
-	status = read_pfs_for(source, sample, buffer, deadline ? NEED_NOW : NEED_AHEAD);
+	status = read_pfs_for(source, sample, buffer, need);
 	if (status != NOPFS_OK)
 		return status;
 	*from = NOPFS_FROM_PFS;
