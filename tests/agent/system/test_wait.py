@@ -9,7 +9,6 @@ in a private mount namespace (root)."""
 import json
 import os
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -19,7 +18,7 @@ harness.require_torch()
 harness.private_mounts(__file__)
 SAMPLES = 6
 ws = harness.Workspace(samples=SAMPLES, classes=2, mean="3M", sd="100K")
-stats = tempfile.mktemp(prefix="nopfs-wait-pfs-", suffix=".json")
+stats = os.path.join(ws.root, "pfs-stats.json")  # in the workspace's private directory
 process, point = harness.mount_pfs(ws.data, ["--bandwidth", "1:1M", "--stats", stats])
 data = ws.data
 agent = None
@@ -53,6 +52,4 @@ finally:
         agent.kill()
     ws.data = data
     harness.unmount_pfs(process, point)
-    if os.path.exists(stats):
-        os.unlink(stats)
     ws.cleanup()
