@@ -7,9 +7,10 @@
  * order of --data (files ending in .JPEG) or the order of an --index list
  * file, in batches of --batch-size. Per batch: open(2), read(2) to the end and
  * close(2) each sample's file by its full path (plain POSIX calls, so that
- * the LD_PRELOAD interposer serves them), then MPI_Allreduce of a float
- * buffer of --allreduce bytes (the gradients; averaged as DDP does), then
- * sleep --compute seconds. --synthetic takes the same samples and sizes from
+ * the LD_PRELOAD interposer serves them), then --compute seconds of sleep
+ * (the forward and backward passes) with a non-blocking MPI_Iallreduce of a
+ * float buffer of --allreduce bytes (the gradients; averaged as DDP does)
+ * overlapping the backward pass, as DDP and Horovod overlap them. --synthetic takes the same samples and sizes from
  * memory instead (the no-I/O bound). --out writes one CSV row per batch with
  * wall-clock times; each rank ends with one line on stderr. The CSV, the end
  * line and its checksum are those of benchmarks/e2e/train.py, the PyTorch
@@ -321,35 +322,79 @@ static void copy_sample(struct trainer *t, uint32_t index, uint64_t *bytes)
 	*bytes = size;
 }
 
-/* The gradients' exchange: sum over ranks, then the average, as DDP does. */
-static void allreduce(struct trainer *t)
+/* Sleep until @until (CLOCK_MONOTONIC). */
+static void sleep_until(const struct timespec *until)
 {
-	float scale = 1.0f / (float)t->world;
-
-	if (!t->gradient_count)
-		return;
-	for (int i = 0; i < t->gradient_count; i++)
-		t->gradients[i] = (float)(t->rank + 1) * 1e-3f;
-	MPI_Allreduce(MPI_IN_PLACE, t->gradients, t->gradient_count, MPI_FLOAT, MPI_SUM,
-	              MPI_COMM_WORLD);
-	for (int i = 0; i < t->gradient_count; i++)
-		t->gradients[i] *= scale;
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, until, NULL) == EINTR)
+		continue;
 }
 
-static void compute(double seconds)
+/* CLOCK_MONOTONIC @seconds from now. */
+static struct timespec after(double seconds)
 {
-	struct timespec until;
+	struct timespec at;
 	double whole;
 
-	if (seconds <= 0)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	seconds += (double)until.tv_nsec / 1e9;
+	clock_gettime(CLOCK_MONOTONIC, &at);
+	seconds += (double)at.tv_nsec / 1e9;
 	whole = floor(seconds);
-	until.tv_sec += (time_t)whole;
-	until.tv_nsec = (long)((seconds - whole) * 1e9);
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
-		continue;
+	at.tv_sec += (time_t)whole;
+	at.tv_nsec = (long)((seconds - whole) * 1e9);
+	return at;
+}
+
+/* Whether CLOCK_MONOTONIC has reached @until. */
+static bool reached(const struct timespec *until)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > until->tv_sec ||
+	       (now.tv_sec == until->tv_sec && now.tv_nsec >= until->tv_nsec);
+}
+
+/*
+ * One step's compute and gradient exchange, as DDP and Horovod do it: the
+ * forward pass (the first third of --compute), then the backward pass (the
+ * rest) while the allreduce of the gradients (their sum over ranks, then the
+ * average) is under way; the step ends when both are over. The allreduce is
+ * non-blocking and advanced by MPI_Test every millisecond of the backward
+ * pass, since an MPI library without a progress thread moves a collective
+ * on only inside its calls.
+ */
+static void compute_and_exchange(struct trainer *t)
+{
+	double seconds = t->options->compute > 0 ? t->options->compute : 0;
+	float scale = 1.0f / (float)t->world;
+	struct timespec end, tick;
+	MPI_Request request;
+	int done = 0;
+
+	end = after(seconds / 3);
+	sleep_until(&end);
+	if (!t->gradient_count) {
+		end = after(seconds - seconds / 3);
+		sleep_until(&end);
+		return;
+	}
+	for (int i = 0; i < t->gradient_count; i++)
+		t->gradients[i] = (float)(t->rank + 1) * 1e-3f;
+	end = after(seconds - seconds / 3);
+	MPI_Iallreduce(MPI_IN_PLACE, t->gradients, t->gradient_count, MPI_FLOAT, MPI_SUM,
+	               MPI_COMM_WORLD, &request);
+	while (!reached(&end)) {
+		if (!done)
+			MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+		tick = done ? end : after(1e-3);
+		if (tick.tv_sec > end.tv_sec ||
+		    (tick.tv_sec == end.tv_sec && tick.tv_nsec > end.tv_nsec))
+			tick = end;
+		sleep_until(&tick);
+	}
+	if (!done)
+		MPI_Wait(&request, MPI_STATUS_IGNORE);
+	for (int i = 0; i < t->gradient_count; i++)
+		t->gradients[i] *= scale;
 }
 
 /* One batch of the stream: read, exchange, compute; one CSV row. */
@@ -377,8 +422,7 @@ static nopfs_status train_batch(struct trainer *t, uint64_t epoch, uint64_t batc
 			        indices[i], bytes);
 	}
 	t_ready = nopfs_clock_wall_seconds();
-	allreduce(t);
-	compute(t->options->compute);
+	compute_and_exchange(t);
 	t_done = nopfs_clock_wall_seconds();
 	t->bytes_read += batch_bytes;
 	t->samples_read += count;
