@@ -582,7 +582,13 @@ def regime_targets(regime, runs, fits, why, bound=None):
             # Epoch 0 reads the dataset from the PFS in both (its own target
             # follows): the speed-up is that of the epochs after it.
             what = f"{plain.config} / {name} epochs>=1 >= {SPEEDUP:.1f} x"
-            if valid(plain.later, nopfs.later, plain.total, nopfs.total):
+            partial = bound is not None and not math.isnan(bound.later) and name == "nopfs"
+            if partial and valid(plain.later) and plain.later / bound.later < SPEEDUP:
+                # No cache of the cluster's size can give it: the bound's target stands for it.
+                targets.append(Target(regime, what, f"n/a (the partial-cache bound allows at "
+                                      f"most {plain.later / bound.later:.2f} x: "
+                                      f"{plain.later:.3f} s vs {bound.later:.3f} s)", None))
+            elif valid(plain.later, nopfs.later, plain.total, nopfs.total):
                 ratio, spread = paired(plain, nopfs, "later")
                 whole, _ = paired(plain, nopfs, "total")
                 targets.append(Target(regime, what, f"{ratio:.2f} x ({plain.later:.3f} s vs "
