@@ -25,7 +25,7 @@ enum need { NEED_NOW, NEED_LATER, NEED_AHEAD };
 
 /* How long a read for later waits while reads someone waits for have the PFS. */
 #define DEMAND_FIRST_MAX_MS 1000
-#define DEMAND_POLL_MS      10
+#define DEMAND_POLL_MS      2
 
 void source_init(struct source *source, const struct job *job, struct tier_set *tiers,
                  struct agent_stats *stats)
@@ -135,10 +135,38 @@ static nopfs_status read_pfs(struct source *source, nopfs_sample_id sample, void
 	return status;
 }
 
+int source_want(struct source *source, nopfs_sample_id sample)
+{
+	for (int i = 0; i < SOURCE_WANTED_MAX; i++) {
+		uint64_t free_entry = 0;
+
+		if (atomic_compare_exchange_strong(&source->wanted[i], &free_entry,
+		                                   (uint64_t)sample + 1))
+			return i;
+	}
+	return -1;
+}
+
+void source_unwant(struct source *source, int entry)
+{
+	if (entry >= 0 && entry < SOURCE_WANTED_MAX)
+		atomic_store(&source->wanted[entry], 0);
+}
+
+/* Whether a request waits for @sample (source_want()). */
+static bool wanted(struct source *source, nopfs_sample_id sample)
+{
+	for (int i = 0; i < SOURCE_WANTED_MAX; i++)
+		if (atomic_load(&source->wanted[i]) == (uint64_t)sample + 1)
+			return true;
+	return false;
+}
+
 /*
  * read_pfs() for a fetch of @need: one someone waits for is counted while it
  * reads; one for later first lets those have the node's share of the PFS
- * (at most DEMAND_FIRST_MAX_MS: prefetch still moves on under steady demand).
+ * (at most DEMAND_FIRST_MAX_MS: prefetch still moves on under steady demand),
+ * unless a request has come to wait for it meanwhile.
  */
 static nopfs_status read_pfs_for(struct source *source, nopfs_sample_id sample, void *buffer,
                                  enum need need)
@@ -147,11 +175,12 @@ static nopfs_status read_pfs_for(struct source *source, nopfs_sample_id sample, 
 	nopfs_status status;
 
 	if (need != NEED_NOW) {
-		for (int waited = 0;
-		     atomic_load(&source->demand_reads) > 0 && waited < DEMAND_FIRST_MAX_MS;
+		for (int waited = 0; atomic_load(&source->demand_reads) > 0 &&
+		                     waited < DEMAND_FIRST_MAX_MS && !wanted(source, sample);
 		     waited += DEMAND_POLL_MS)
 			nanosleep(&poll, NULL);
-		return read_pfs(source, sample, buffer);
+		if (!wanted(source, sample))
+			return read_pfs(source, sample, buffer);
 	}
 	atomic_fetch_add(&source->demand_reads, 1);
 	status = read_pfs(source, sample, buffer);
@@ -239,7 +268,14 @@ static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t po
 			return NOPFS_OK;
 		if (tier_claim(tier, position))
 			return fetch_claimed(source, tier, position, buffer, need, fetched);
-		state = tier_wait(tier, position, deadline);
+		if (need == NEED_NOW) {
+			int entry = source_want(source, tier->samples[position]);
+
+			state = tier_wait(tier, position, deadline);
+			source_unwant(source, entry);
+		} else {
+			state = tier_wait(tier, position, deadline);
+		}
 		/* Absent again: a peer fill found nothing and left it; fetch it here. */
 		if (state != TIER_ABSENT)
 			break;

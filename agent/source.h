@@ -27,6 +27,9 @@
  */
 typedef bool source_peer_read_fn(void *arg, nopfs_sample_id sample, void *buffer);
 
+/* Requests at a time that can hurry another thread's fetch (source_want()). */
+#define SOURCE_WANTED_MAX 64
+
 struct source {
 	const struct job *job;
 	struct tier_set *tiers;
@@ -44,6 +47,12 @@ struct source {
 	uint64_t sum_count;
 	/* PFS reads in flight that a request or a peer waits for: reads for later yield */
 	atomic_uint demand_reads;
+	/*
+	 * Samples a request waits for while another thread fetches them (sample
+	 * + 1; 0: a free entry): that fetch, made for later, is now one someone
+	 * waits for and stops yielding to the others.
+	 */
+	_Atomic uint64_t wanted[SOURCE_WANTED_MAX];
 };
 
 /* Get samples of @job from @tiers and the PFS, counting in @stats (all borrowed). */
@@ -56,6 +65,16 @@ void source_init(struct source *source, const struct job *job, struct tier_set *
  * (what was recorded is forgotten). NOPFS_ERR_NOMEM leaves it off.
  */
 nopfs_status source_verify(struct source *source, bool on);
+
+/*
+ * Say that a request now waits for @sample, which another thread (a stager,
+ * a prefetcher) fetches for later: that fetch stops yielding the PFS to the
+ * reads others wait for. Returns what source_unwant() takes once the wait is
+ * over; -1 when SOURCE_WANTED_MAX requests already said so (the fetch goes
+ * on at its own pace).
+ */
+int source_want(struct source *source, nopfs_sample_id sample);
+void source_unwant(struct source *source, int entry);
 
 /* Free what source_verify() took. */
 void source_fini(struct source *source);

@@ -926,12 +926,17 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 	if (claimed) {
 		struct stage_slot *slot = slot_of(stage, claim.rank, claim.position);
 
-		/* Being staged: wait for it rather than read it twice. */
-		while (slot->position == claim.position && slot->state == SLOT_STAGING &&
-		       !atomic_load(&stage->stop))
-			if (pthread_cond_timedwait(&stage->ready, &stage->lock, &deadline) ==
-			    ETIMEDOUT)
-				break;
+		/* Being staged: wait for it rather than read it twice, and say so. */
+		if (slot->position == claim.position && slot->state == SLOT_STAGING) {
+			int entry = source_want(stage->source, sample);
+
+			while (slot->position == claim.position && slot->state == SLOT_STAGING &&
+			       !atomic_load(&stage->stop))
+				if (pthread_cond_timedwait(&stage->ready, &stage->lock,
+				                           &deadline) == ETIMEDOUT)
+					break;
+			source_unwant(stage->source, entry);
+		}
 		if (slot->position == claim.position && slot->state == SLOT_STAGED) {
 			int staged = stage_open_staged(stage, claim.rank->rank, sample);
 

@@ -10,12 +10,13 @@
  * the LD_PRELOAD interposer serves them), then --compute seconds of sleep
  * (the forward and backward passes) with a non-blocking MPI_Iallreduce of a
  * float buffer of --allreduce bytes (the gradients; averaged as DDP does)
- * overlapping the backward pass, as DDP and Horovod overlap them. --synthetic takes the same samples and sizes from
- * memory instead (the no-I/O bound). --out writes one CSV row per batch with
- * wall-clock times; each rank ends with one line on stderr. The CSV, the end
- * line and its checksum are those of benchmarks/e2e/train.py, the PyTorch
- * emulation: for the same rank, world size, seed and epochs both print the
- * same samples, bytes and checksum.
+ * overlapping the backward pass, as DDP and Horovod overlap them.
+ * --synthetic takes the same samples and sizes from memory instead (the
+ * no-I/O bound). --out writes one CSV row per batch with wall-clock times;
+ * each rank ends with one line on stderr. The CSV, the end line and its
+ * checksum are those of benchmarks/e2e/train.py, the PyTorch emulation: for
+ * the same rank, world size, seed and epochs both print the same samples,
+ * bytes and checksum.
  *
  * Options are parsed in train_mpi_options.c. Rank 0 builds the catalog and
  * broadcasts it (the other ranks never scan the dataset). Every rank knows

@@ -60,8 +60,10 @@ static const struct nopfs_option option_rows[] = {
 	                 FIELD(batch_size), 1, UINT32_MAX) },
 	{ NOPFS_OPT_FLAG("drop-last", "the sampler drops the tail instead of padding",
 	                 FIELD(sampler.drop_last), true) },
-	{ NOPFS_OPT_SECONDS("compute", "SECONDS", "sleep per step (forward, then backward with the\nallreduce under way; default 0)",
-	                    FIELD(compute), 86400) },
+	{ NOPFS_OPT_SECONDS(
+	        "compute", "SECONDS",
+	        "sleep per step (forward, then backward with the\nallreduce under way; default 0)",
+	        FIELD(compute), 86400) },
 	{ NOPFS_OPT_CALL("allreduce", "BYTES",
 	                 "float buffer allreduced per step, e.g. 4M; 0: none (default 1M)",
 	                 parse_allreduce) },
