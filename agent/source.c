@@ -19,13 +19,23 @@ enum fetch { FETCH_NONE, FETCH_PFS, FETCH_PEER, FETCH_KEPT };
 
 /*
  * Who waits for a fetch: a rank's request or a peer (now, with a deadline),
- * a tier's prefetcher (later), a stager copying ahead of the need (ahead).
+ * the request of a rank well ahead of another rank of the node (now, but
+ * after theirs), a tier's prefetcher (later), a stager copying ahead of the
+ * need (ahead).
  */
-enum need { NEED_NOW, NEED_LATER, NEED_AHEAD };
+enum need { NEED_NOW, NEED_NOW_LEADING, NEED_LATER, NEED_AHEAD };
 
 /* How long a read for later waits while reads someone waits for have the PFS. */
 #define DEMAND_FIRST_MAX_MS 1000
-#define DEMAND_POLL_MS      2
+/* How long a leading rank's read waits while the other ranks' reads have the PFS. */
+#define LEAD_YIELD_MAX_MS 100
+#define DEMAND_POLL_MS    2
+
+/* Whether someone waits for a fetch of @need. */
+static bool waited_for(enum need need)
+{
+	return need == NEED_NOW || need == NEED_NOW_LEADING;
+}
 
 void source_init(struct source *source, const struct job *job, struct tier_set *tiers,
                  struct agent_stats *stats)
@@ -162,28 +172,44 @@ static bool wanted(struct source *source, nopfs_sample_id sample)
 	return false;
 }
 
+/* Sleep while *@count > 0: at most @max_ms, and not once a request wants @sample. */
+static void yield_to(struct source *source, atomic_uint *count, int max_ms, nopfs_sample_id sample)
+{
+	const struct timespec poll = { 0, DEMAND_POLL_MS * 1000000L };
+
+	for (int waited = 0; atomic_load(count) > 0 && waited < max_ms && !wanted(source, sample);
+	     waited += DEMAND_POLL_MS)
+		nanosleep(&poll, NULL);
+}
+
 /*
- * read_pfs() for a fetch of @need: one someone waits for is counted while it
- * reads; one for later first lets those have the node's share of the PFS
- * (at most DEMAND_FIRST_MAX_MS: prefetch still moves on under steady demand),
- * unless a request has come to wait for it meanwhile.
+ * read_pfs() for a fetch of @need. One someone waits for is counted while it
+ * reads (and, unless it is a leading rank's, counted as first). A leading
+ * rank's read first lets the other ranks' have the node's share of the PFS
+ * (at most LEAD_YIELD_MAX_MS: ranks that read at the PFS's pace move on
+ * together). One for later first lets all those go (at most
+ * DEMAND_FIRST_MAX_MS: prefetch still moves on under steady demand), unless
+ * a request has come to wait for it meanwhile.
  */
 static nopfs_status read_pfs_for(struct source *source, nopfs_sample_id sample, void *buffer,
                                  enum need need)
 {
-	const struct timespec poll = { 0, DEMAND_POLL_MS * 1000000L };
+	bool first = need != NEED_NOW_LEADING;
 	nopfs_status status;
 
-	if (need != NEED_NOW) {
-		for (int waited = 0; atomic_load(&source->demand_reads) > 0 &&
-		                     waited < DEMAND_FIRST_MAX_MS && !wanted(source, sample);
-		     waited += DEMAND_POLL_MS)
-			nanosleep(&poll, NULL);
+	if (!waited_for(need)) {
+		yield_to(source, &source->demand_reads, DEMAND_FIRST_MAX_MS, sample);
 		if (!wanted(source, sample))
 			return read_pfs(source, sample, buffer);
+	} else if (!first) {
+		yield_to(source, &source->first_reads, LEAD_YIELD_MAX_MS, sample);
 	}
 	atomic_fetch_add(&source->demand_reads, 1);
+	if (first)
+		atomic_fetch_add(&source->first_reads, 1);
 	status = read_pfs(source, sample, buffer);
+	if (first)
+		atomic_fetch_sub(&source->first_reads, 1);
 	atomic_fetch_sub(&source->demand_reads, 1);
 	return status;
 }
@@ -268,7 +294,7 @@ static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t po
 			return NOPFS_OK;
 		if (tier_claim(tier, position))
 			return fetch_claimed(source, tier, position, buffer, need, fetched);
-		if (need == NEED_NOW) {
+		if (waited_for(need)) {
 			int entry = source_want(source, tier->samples[position]);
 
 			state = tier_wait(tier, position, deadline);
@@ -365,12 +391,13 @@ static nopfs_status copy_from_tier(struct source *source, struct tier *tier, uin
 }
 
 nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, void *buffer,
-                         const struct timespec *deadline, nopfs_wire_source *from)
+                         const struct timespec *deadline, bool leading, nopfs_wire_source *from)
 {
 	const struct job *job = source->job;
 	uint64_t size = nopfs_catalog_size(job->catalog, sample);
 	int t = nopfs_placement_tier_on(job->placement, job->node, sample);
-	enum need need = deadline ? NEED_NOW : NEED_AHEAD; /* a request, or staging */
+	/* a request (maybe a leading rank's), or staging */
+	enum need need = !deadline ? NEED_AHEAD : leading ? NEED_NOW_LEADING : NEED_NOW;
 	nopfs_status status;
 
 	if (!job_serves(job, sample))

@@ -47,6 +47,8 @@ struct source {
 	uint64_t sum_count;
 	/* PFS reads in flight that a request or a peer waits for: reads for later yield */
 	atomic_uint demand_reads;
+	/* those of them not for a leading rank (source_copy()): a leading rank's yield */
+	atomic_uint first_reads;
 	/*
 	 * Samples a request waits for while another thread fetches them (sample
 	 * + 1; 0: a free entry): that fetch, made for later, is now one someone
@@ -95,10 +97,13 @@ void source_use_peer(struct source *source, source_peer_read_fn *read, void *arg
  * of its need (staging): a sample whose primary copy another node keeps is
  * not read from the PFS when that node cannot give it now (NOPFS_ERR_AGAIN:
  * the rank's request gets it later, by then from that node), so the PFS
- * never sees it twice.
+ * never sees it twice. @leading (with a deadline): the request of a rank well
+ * ahead of another rank of the node, whose PFS read lets that rank's go
+ * first (a moment at most), so that ranks held back by the PFS move on
+ * together.
  */
 nopfs_status source_copy(struct source *source, nopfs_sample_id sample, int fd, void *buffer,
-                         const struct timespec *deadline, nopfs_wire_source *from);
+                         const struct timespec *deadline, bool leading, nopfs_wire_source *from);
 
 /*
  * Make position @position of @tier present: return at once if it is; fetch

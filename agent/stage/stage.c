@@ -891,6 +891,25 @@ void stage_opened(struct stage *stage, const char *name)
 	pthread_mutex_unlock(&stage->lock);
 }
 
+/*
+ * Whether @r is more than a sixteenth of a window ahead of another local rank that
+ * has not finished: its reads of the PFS let that rank's go first
+ * (source_copy()). Where the PFS holds the ranks back, the one it serves
+ * first would otherwise stay ahead, and an epoch takes what its slowest rank
+ * takes. Call locked.
+ */
+static bool leads(const struct stage *stage, const struct stage_rank *r)
+{
+	for (uint32_t i = 0; i < stage->rank_count; i++) {
+		const struct stage_rank *other = &stage->ranks[i];
+
+		if (other != r && other->cursor < other->end &&
+		    r->cursor > other->cursor + stage->window / 16)
+			return true;
+	}
+	return false;
+}
+
 nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sample, void *buffer,
                            unsigned int timeout_ms, int *fd, nopfs_wire_source *source)
 {
@@ -899,7 +918,7 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 	struct stage_rank *asker; /* a local rank, or NULL */
 	uint64_t size;
 	struct claim claim;
-	bool claimed;
+	bool claimed, leading;
 
 	if (sample >= stage->job->sampler.count)
 		return NOPFS_ERR_RANGE;
@@ -968,11 +987,12 @@ nopfs_status stage_request(struct stage *stage, int32_t rank, nopfs_sample_id sa
 		}
 		atomic_fetch_add(&stage->stats->stream_mismatched, !finished);
 	}
+	leading = asker && leads(stage, asker);
 	pthread_mutex_unlock(&stage->lock);
 
 	{
 		nopfs_status status =
-		        stage_serve_copy(stage, sample, buffer, &deadline, fd, source);
+		        stage_serve_copy(stage, sample, buffer, &deadline, leading, fd, source);
 
 		if (status == NOPFS_OK)
 			count_delivered(stage, AGENT_DELIVERY_REQUESTED, *source, size,

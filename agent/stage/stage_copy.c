@@ -41,7 +41,7 @@ void stage_unlink_names(struct stage *stage, uint32_t rank, nopfs_sample_id samp
 nopfs_status stage_fill_memory(struct stage *stage, nopfs_sample_id sample, void *dest,
                                nopfs_wire_source *from)
 {
-	return source_copy(stage->source, sample, -1, dest, NULL, from);
+	return source_copy(stage->source, sample, -1, dest, NULL, false, from);
 }
 
 /* Write @sample under the temporary name @temporary. */
@@ -57,7 +57,7 @@ nopfs_status stage_write_temporary(struct stage *stage, struct stage_worker *wor
 		nopfs_error("stage: cannot create '%s/%s': %m", stage->directory, temporary);
 		return nopfs_status_from_errno(errno);
 	}
-	status = source_copy(stage->source, sample, fd, worker->buffer, NULL, from);
+	status = source_copy(stage->source, sample, fd, worker->buffer, NULL, false, from);
 	close(fd);
 	if (status != NOPFS_OK)
 		unlinkat(stage->directory_fd, temporary, 0);
@@ -98,7 +98,8 @@ nopfs_status stage_seal_copy(int copy)
 
 /* An anonymous, sealed, read-only copy of @sample for a request. */
 nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void *buffer,
-                              const struct timespec *deadline, int *fd, nopfs_wire_source *from)
+                              const struct timespec *deadline, bool leading, int *fd,
+                              nopfs_wire_source *from)
 {
 	int copy = memfd_create("nopfs-sample", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	nopfs_status status;
@@ -107,7 +108,7 @@ nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void 
 		nopfs_error("cannot create a copy of sample %" PRIu32 ": %m", sample);
 		return NOPFS_ERR_NOMEM;
 	}
-	status = source_copy(stage->source, sample, copy, buffer, deadline, from);
+	status = source_copy(stage->source, sample, copy, buffer, deadline, leading, from);
 	if (status == NOPFS_OK)
 		status = stage_seal_copy(copy);
 	if (status != NOPFS_OK) {

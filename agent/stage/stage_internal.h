@@ -72,9 +72,10 @@ nopfs_status stage_publish(struct stage *stage, uint32_t rank, nopfs_sample_id s
 /* Open @rank's staged copy of @sample without it counting as the rank's open. */
 int stage_open_staged(struct stage *stage, uint32_t rank, nopfs_sample_id sample);
 
-/* An anonymous, sealed, read-only copy of @sample for a request. */
+/* An anonymous, sealed, read-only copy of @sample for a request (@leading: source_copy()). */
 nopfs_status stage_serve_copy(struct stage *stage, nopfs_sample_id sample, void *buffer,
-                              const struct timespec *deadline, int *fd, nopfs_wire_source *from);
+                              const struct timespec *deadline, bool leading, int *fd,
+                              nopfs_wire_source *from);
 
 /* Publish the "index" file for the C API. */
 nopfs_status stage_publish_index(struct stage *stage);

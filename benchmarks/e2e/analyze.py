@@ -565,8 +565,12 @@ def regime_targets(regime, runs, fits, why, bound=None):
             what = f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x the partial-cache bound"
             if valid(nopfs.later):
                 ratio = nopfs.later / bound.later
+                each = [r.later / bound.later for r in getattr(nopfs, "runs", None) or ()
+                        if valid(r.later)]
+                spread = (min(each), max(each)) if len(each) > 1 else None
                 targets.append(Target(regime, what, f"{ratio:.3f} x ({nopfs.later:.3f} s vs "
-                                      f"{bound.later:.3f} s)", ratio <= NOIO_SLACK))
+                                      f"{bound.later:.3f} s){spread_text(spread)}",
+                                      ratio <= NOIO_SLACK))
             else:
                 targets.append(Target(regime, what, "n/a (needs 2 epochs or more)", None))
         elif noio is not None:

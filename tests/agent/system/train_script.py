@@ -63,6 +63,10 @@ class ResumedSampler(DistributedSampler):
         return iter(indices[skip:])
 
 
+def is_jpeg(path):
+    return path.endswith(".JPEG")
+
+
 class Indexed(torch.utils.data.Dataset):
     def __init__(self, dataset):
         self.dataset = dataset
@@ -105,18 +109,23 @@ def main():
 
     read = read_or_error if args.errors else read_bytes
     dataset = Indexed(ImageFolder(args.data, loader=read, transform=Digest(),
-                                  is_valid_file=lambda p: p.endswith(".JPEG")))
+                                  is_valid_file=is_jpeg))
     sampler = ResumedSampler(dataset, num_replicas=args.world_size, rank=args.rank,
                              seed=args.seed, shuffle=not args.no_shuffle,
                              skip=args.start_sample)
     # prefetch_factor only with workers (older PyTorch refuses it, even None, without)
     extra = {"prefetch_factor": 2} if args.workers else {}
+    # A sanitizer build preloads the ASan runtime into Python, whose allocator
+    # takes no lock across fork(): a worker forked while another thread of
+    # this process allocates can hang in it. Workers start from a fork server.
+    if args.workers and os.environ.get("NOPFS_SANITIZER_RUNTIME"):
+        extra["multiprocessing_context"] = "forkserver"
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler,
                         num_workers=args.workers, **extra)
     val_loader = None
     if args.val_data:
         val_set = Indexed(ImageFolder(args.val_data, loader=read, transform=Digest(),
-                                      is_valid_file=lambda p: p.endswith(".JPEG")))
+                                      is_valid_file=is_jpeg))
         val_sampler = None if args.val_all else DistributedSampler(
             val_set, num_replicas=args.world_size, rank=args.rank, shuffle=False)
         val_loader = DataLoader(val_set, batch_size=args.batch_size, sampler=val_sampler,
