@@ -22,8 +22,10 @@
  * Asking: a few connections per node are kept open, each used by one fetch
  * at a time. A fetch that finds none free, a node that published no stream
  * addresses, or one that could not be reached lately, goes through UCX.
- * Every read waits until the fetch's deadline; on any failure the
- * connection is closed (its state is unknown) and the caller reads the PFS.
+ * The answer's header may come as late as the fetch's deadline (the owner
+ * may be fetching the sample); its bytes may come later while they keep
+ * coming (progress_deadline()). On any failure the connection is closed
+ * (its state is unknown) and the caller reads the PFS.
  *
  * Answering: an acceptor thread and a thread per connection, at most
  * STREAM_SERVED_MAX of them. A sample goes a part (up to PART_CHUNKS
@@ -61,6 +63,7 @@
 #define STREAM_SERVED_MAX 256 /* connections answered at once */
 #define STREAM_HELLO_MS   2000
 #define STREAM_CONNECT_MS 1000
+#define PROGRESS_MAX_MS   60000 /* an answer still coming: this long past its deadline */
 
 /* An accepted connection and its thread. */
 struct peer_served {
@@ -135,6 +138,29 @@ static bool bound_calls(int fd, int option, uint64_t deadline)
 static uint64_t call_bound(const struct peer_plane *plane)
 {
 	return nopfs_clock_now_ns() + (uint64_t)plane->config.timeout_ms * 1000000u;
+}
+
+/*
+ * An answer whose bytes keep coming (never the plane's timeout apart) is
+ * not cut at the deadline its size gave: each part that goes through moves
+ * @deadline to the plane's timeout from now, up to @last (PROGRESS_MAX_MS
+ * past the size's deadline), so that a slow answer of a peer that still
+ * answers never closes the connection, and a trickle still ends.
+ */
+static uint64_t progress_deadline(const struct peer_plane *plane, uint64_t deadline, uint64_t last)
+{
+	uint64_t moved = call_bound(plane);
+
+	if (moved > last)
+		moved = last;
+	return moved > deadline ? moved : deadline;
+}
+
+/* The last deadline of an answer of @size bytes started now (progress_deadline()). */
+static uint64_t last_deadline(const struct peer_plane *plane, uint64_t size)
+{
+	return nopfs_clock_now_ns() +
+	       ((uint64_t)peer_deadline_ms(&plane->config, size) + PROGRESS_MAX_MS) * 1000000u;
 }
 
 /* Move @iov past @done bytes. */
@@ -288,7 +314,8 @@ static nopfs_status send_not_available(struct peer_served *served,
 struct answer_out {
 	struct peer_served *served;
 	const struct peer_request *request;
-	uint64_t deadline;
+	uint64_t deadline;  /* moved on as parts go (progress_deadline()) */
+	uint64_t last;      /* up to this */
 	uint64_t seq;       /* the header's, once sealed */
 	uint64_t offset;    /* of the part to send, in the sample */
 	size_t length;      /* its length */
@@ -498,8 +525,11 @@ static nopfs_status answer_whole(struct peer_served *served, const struct peer_r
 	}
 	if (!served_ok(plane, request, status))
 		return send_not_available(served, request, deadline);
-	for (status = NOPFS_OK; status == NOPFS_OK && out.length; part_next(&out))
+	out.last = last_deadline(plane, size);
+	for (status = NOPFS_OK; status == NOPFS_OK && out.length; part_next(&out)) {
+		out.deadline = progress_deadline(plane, out.deadline, out.last);
 		status = part_send(&out, served->buffer + out.offset, true);
+	}
 	if (status == NOPFS_OK)
 		*bytes = size;
 	return status;
@@ -529,7 +559,10 @@ static nopfs_status answer_chunks(struct peer_served *served, const struct peer_
 	*bytes = 0;
 	if (!buffer_reserve(served, PART_CHUNKS * PEER_STREAM_CHUNK))
 		return send_not_available(served, request, deadline);
+	out.last = last_deadline(served->plane, size);
 	for (; status == NOPFS_OK && out.length; part_next(&out)) {
+		if (out.started)
+			out.deadline = progress_deadline(served->plane, out.deadline, out.last);
 		status = NOPFS_ERR_UNSUPPORTED;
 		if (config->serve_view)
 			status = config->serve_view(config->serve_arg, sample, size, out.offset,
@@ -1156,7 +1189,7 @@ static bool window_check(struct peer_plane *plane, struct peer_stream_conn *conn
 static nopfs_status read_chunks(struct peer_plane *plane, struct peer_stream_conn *conn,
                                 const struct peer_response *response, unsigned char *dest,
                                 uint64_t size, struct chunk_window *window, uint64_t offset,
-                                uint64_t deadline)
+                                uint64_t deadline, uint64_t last)
 {
 	for (;;) {
 		while (window->checked < window->chunks) {
@@ -1169,6 +1202,7 @@ static nopfs_status read_chunks(struct peer_plane *plane, struct peer_stream_con
 				return status;
 			if (!window_check(plane, conn, response, dest, size, window))
 				return NOPFS_ERR_IO;
+			deadline = progress_deadline(plane, deadline, last);
 		}
 		if (offset >= size)
 			return NOPFS_OK;
@@ -1187,7 +1221,7 @@ static nopfs_status ask(struct peer_plane *plane, struct peer_node *node,
 {
 	struct peer_response received, response;
 	struct chunk_window window;
-	uint64_t offset = 0;
+	uint64_t offset = 0, last = last_deadline(plane, request->size);
 	nopfs_status status;
 
 	window_start(&window, &received, dest, request->size, &offset);
@@ -1195,9 +1229,18 @@ static nopfs_status ask(struct peer_plane *plane, struct peer_node *node,
 	                        sizeof(*request), NULL, 0);
 	if (status == NOPFS_OK)
 		status = write_exact(conn->fd, request, sizeof(*request), deadline);
+	/*
+	 * The header may wait for the owner to fetch the sample (it answers "not
+	 * available" at three quarters of this deadline): until the deadline;
+	 * the bytes after it at most the plane's timeout apart.
+	 */
+	if (status == NOPFS_OK && !bound_calls(conn->fd, SO_RCVTIMEO, deadline))
+		status = NOPFS_ERR_TIMEOUT;
 	if (status == NOPFS_OK)
 		status = read_at_least(conn->fd, &window.iov, &window.count, sizeof(received),
 		                       deadline);
+	if (status == NOPFS_OK && !bound_calls(conn->fd, SO_RCVTIMEO, call_bound(plane)))
+		status = NOPFS_ERR_IO;
 	if (status != NOPFS_OK)
 		return status;
 	if (!peer_auth_open(plane, PEER_STREAM_RESPONSE, &received, sizeof(received), NULL,
@@ -1220,7 +1263,8 @@ static nopfs_status ask(struct peer_plane *plane, struct peer_node *node,
 	}
 	if (!window_check(plane, conn, &response, dest, request->size, &window))
 		return NOPFS_ERR_IO;
-	return read_chunks(plane, conn, &response, dest, request->size, &window, offset, deadline);
+	return read_chunks(plane, conn, &response, dest, request->size, &window, offset,
+	                   progress_deadline(plane, deadline, last), last);
 }
 
 nopfs_status peer_stream_fetch(struct peer_plane *plane, struct peer_node *node,

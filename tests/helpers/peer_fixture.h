@@ -53,6 +53,7 @@ struct store {
 	bool fill_honors_deadline; /* a fill past its deadline gives up then */
 	/* serve_range: parts past the first come from plan 1 (a new plan meanwhile) */
 	bool plan_changes;
+	unsigned int part_delay_ms; /* serve_range sleeps this long per part */
 	atomic_uint ranges;
 	/* serve_view: parts lent (every other one copied instead, when mixed) */
 	bool mixed_views;
@@ -88,6 +89,7 @@ static inline void store_init(struct store *store)
 	store->fill_delay_ms = 0;
 	store->fill_fails = false;
 	store->fill_honors_deadline = false;
+	store->part_delay_ms = 0;
 	atomic_init(&store->fills, 0);
 	store->plan_changes = false;
 	atomic_init(&store->ranges, 0);
@@ -148,6 +150,8 @@ static inline nopfs_status store_serve_range(void *arg, nopfs_sample_id sample, 
 	struct store *store = arg;
 	nopfs_status status;
 
+	if (store->part_delay_ms)
+		usleep(store->part_delay_ms * 1000u);
 	if (!store_has_part(store, sample, size, offset, length, &status))
 		return status;
 	memcpy(buffer, store->ram + store->offsets[sample] + offset, length);

@@ -4,7 +4,7 @@
  * sample filled by its owner, a plan changing mid-answer; and what no one
  * without the job's key gets through: a connection with another key, a
  * forged or tampered chunk, a request outside the catalog, a connection
- * that never says who it is.
+ * that never says who it is; a slow answer that keeps coming.
  */
 #include "config.h"
 
@@ -25,11 +25,13 @@ enum serving {
 	MIXED,  /* serve_view lending every other part, serve_range the others */
 };
 
-/* A plane for @node serving @store over the stream path. */
-static struct peer_plane *stream_plane(uint32_t node, struct store *store, enum serving serving)
+/* A plane for @node serving @store over the stream path; deadlines grow at @slow_rate. */
+static struct peer_plane *stream_plane_slow(uint32_t node, struct store *store,
+                                            enum serving serving, double slow_rate)
 {
 	struct peer_config config = plane_config(node, store, TIMEOUT_MS);
 
+	config.slow_bytes_per_s = slow_rate;
 	config.stream = PEER_STREAM_ON;
 	if (store && serving != WHOLE)
 		config.serve_range = store_serve_range;
@@ -40,19 +42,29 @@ static struct peer_plane *stream_plane(uint32_t node, struct store *store, enum 
 	return plane_create(&config);
 }
 
+static struct peer_plane *stream_plane(uint32_t node, struct store *store, enum serving serving)
+{
+	return stream_plane_slow(node, store, serving, 0);
+}
+
 struct stream_pair {
 	struct store store[2];
 	struct peer_plane *plane[2];
 };
 
-static void stream_pair_start(struct stream_pair *pair, enum serving serving)
+static void stream_pair_start_slow(struct stream_pair *pair, enum serving serving, double slow_rate)
 {
 	for (unsigned int n = 0; n < 2; n++) {
 		store_init(&pair->store[n]);
-		pair->plane[n] = stream_plane(n, &pair->store[n], serving);
+		pair->plane[n] = stream_plane_slow(n, &pair->store[n], serving, slow_rate);
 	}
 	connect_to(pair->plane[0], pair->plane[1], 1);
 	connect_to(pair->plane[1], pair->plane[0], 0);
+}
+
+static void stream_pair_start(struct stream_pair *pair, enum serving serving)
+{
+	stream_pair_start_slow(pair, serving, 0);
 }
 
 static void stream_pair_stop(struct stream_pair *pair)
@@ -458,6 +470,48 @@ START_TEST(stream_silent_connection_closed)
 }
 END_TEST
 
+/*
+ * A slow answer of an owner that still answers keeps its connection and
+ * brings the right bytes: a fill longer than the plane's timeout (the
+ * answer's header waits until the fetch's deadline), and a 16 MB sample
+ * whose parts take longer in all than its deadline, each well inside the
+ * plane's timeout.
+ */
+START_TEST(stream_slow_answer_keeps_the_connection)
+{
+	unsigned char *dest = malloc(sample_sizes[3]);
+	struct peer_stats stats;
+	struct stream_pair pair;
+	double start;
+
+	/* 110 KB at 55 KB/s: a deadline of 3 s, the fill's budget 2.25 s */
+	stream_pair_start_slow(&pair, MIXED, 55000.0 / SCALE);
+	pair.store[1].defer_absent = true;
+	pair.store[1].fill_delay_ms = 3 * TIMEOUT_MS / 2;
+	assert_fetched(pair.plane[0], 1, ABSENT, dest);
+	ck_assert_uint_eq(atomic_load(&pair.store[1].fills), 1);
+	peer_plane_stats(pair.plane[0], &stats);
+	ck_assert_uint_eq(stats.stream_requests, 1);
+	ck_assert_uint_eq(stats.timeouts, 0);
+	ck_assert_uint_eq(stream_open(pair.plane[0], 1), 1);
+	stream_pair_stop(&pair);
+
+	/* no slow rate: 16 MB by the plane's timeout, its 65 parts 25 ms apart */
+	stream_pair_start(&pair, RANGES);
+	pair.store[1].part_delay_ms = 25 * SCALE;
+	start = now_ms();
+	assert_fetched(pair.plane[0], 1, 3, dest);
+	ck_assert_double_gt(now_ms() - start, TIMEOUT_MS);
+	peer_plane_stats(pair.plane[0], &stats);
+	ck_assert_uint_eq(stats.stream_requests, 1);
+	ck_assert_uint_eq(stream_open(pair.plane[0], 1), 1);
+	assert_fetched(pair.plane[0], 1, 3, dest); /* on the same connection */
+	ck_assert_uint_eq(stream_open(pair.plane[0], 1), 1);
+	stream_pair_stop(&pair);
+	free(dest);
+}
+END_TEST
+
 /* The owner gone: the fetch fails within its deadline (through UCX, once the socket is refused). */
 START_TEST(stream_owner_gone)
 {
@@ -495,6 +549,7 @@ void peer_add_stream_tests(Suite *suite)
 	tcase_add_test(stream, stream_requests_outside_the_catalog_refused);
 	tcase_add_test(stream, stream_silent_connection_closed);
 	tcase_add_test(stream, stream_owner_gone);
+	tcase_add_test(stream, stream_slow_answer_keeps_the_connection);
 	tcase_set_timeout(stream, 120);
 	suite_add_tcase(suite, stream);
 }
