@@ -287,6 +287,7 @@ static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t po
                            enum fetch *fetched)
 {
 	enum tier_state state;
+	int entry; /* source_want()'s, while a request waits for another thread's fetch */
 
 	*fetched = FETCH_NONE;
 	for (;;) {
@@ -294,14 +295,9 @@ static nopfs_status ensure(struct source *source, struct tier *tier, uint64_t po
 			return NOPFS_OK;
 		if (tier_claim(tier, position))
 			return fetch_claimed(source, tier, position, buffer, need, fetched);
-		if (waited_for(need)) {
-			int entry = source_want(source, tier->samples[position]);
-
-			state = tier_wait(tier, position, deadline);
-			source_unwant(source, entry);
-		} else {
-			state = tier_wait(tier, position, deadline);
-		}
+		entry = waited_for(need) ? source_want(source, tier->samples[position]) : -1;
+		state = tier_wait(tier, position, deadline);
+		source_unwant(source, entry);
 		/* Absent again: a peer fill found nothing and left it; fetch it here. */
 		if (state != TIER_ABSENT)
 			break;

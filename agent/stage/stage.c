@@ -892,11 +892,11 @@ void stage_opened(struct stage *stage, const char *name)
 }
 
 /*
- * Whether @r is more than a sixteenth of a window ahead of another local rank that
- * has not finished: its reads of the PFS let that rank's go first
+ * Whether @r is more than a sixteenth of a window ahead of another local
+ * rank that has not finished: its reads of the PFS let that rank's go first
  * (source_copy()). Where the PFS holds the ranks back, the one it serves
- * first would otherwise stay ahead, and an epoch takes what its slowest rank
- * takes. Call locked.
+ * first would otherwise stay ahead, and an epoch takes what its slowest
+ * rank takes. Call locked.
  */
 static bool leads(const struct stage *stage, const struct stage_rank *r)
 {

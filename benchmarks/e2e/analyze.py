@@ -561,7 +561,9 @@ def regime_targets(regime, runs, fits, why, bound=None):
         noio = by_config.get(prefix + "noio") or by_config.get("noio")
         if nopfs is None:
             continue
-        if bound is not None and not math.isnan(bound.later) and name == "nopfs":
+        # held to the partial-cache bound rather than to no I/O
+        partial = bound is not None and not math.isnan(bound.later) and name == "nopfs"
+        if partial:
             what = f"{name} epochs>=1 <= {NOIO_SLACK:.2f} x the partial-cache bound"
             if valid(nopfs.later):
                 ratio = nopfs.later / bound.later
@@ -586,7 +588,6 @@ def regime_targets(regime, runs, fits, why, bound=None):
             # Epoch 0 reads the dataset from the PFS in both (its own target
             # follows): the speed-up is that of the epochs after it.
             what = f"{plain.config} / {name} epochs>=1 >= {SPEEDUP:.1f} x"
-            partial = bound is not None and not math.isnan(bound.later) and name == "nopfs"
             if partial and valid(plain.later) and plain.later / bound.later < SPEEDUP:
                 # No cache of the cluster's size can give it: the bound's target stands for it.
                 targets.append(Target(regime, what, f"n/a (the partial-cache bound allows at "
